@@ -1,0 +1,30 @@
+# fedrepro: regenerate the tables and figures of five federated-learning papers.
+#   snakemake --cores all                               embedded default (mini, offline)
+#   snakemake --profile profiles/slurm --configfile config/paper.yaml   paper scale
+#   snakemake --report results/report.html              HTML report
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        [f for paper in PLAN.papers for f in paper_outputs(paper)],
+    localrule: True
+
+
+include: "workflow/rules/data.smk"
+include: "workflow/rules/backbones.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/items.smk"
+include: "workflow/rules/targets.smk"

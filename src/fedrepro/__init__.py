@@ -1,0 +1,1 @@
+"""fedrepro: regenerate the tables and figures of five federated-learning papers."""

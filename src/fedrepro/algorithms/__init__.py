@@ -1,0 +1,23 @@
+"""Federated algorithms: each file holds one family and only what differs from FedAvg."""
+
+from __future__ import annotations
+
+from fedrepro.algorithms.fedavg import FedAvg
+from fedrepro.algorithms.fednova import FedNova
+from fedrepro.algorithms.fedprox import FedProx
+from fedrepro.algorithms.personalized import FedBN, FedPer, Local
+from fedrepro.algorithms.scaffold import Scaffold
+from fedrepro.fl.algorithm import Algorithm
+
+ALGORITHMS: dict[str, type[Algorithm]] = {
+    cls.name: cls for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local)
+}
+
+
+def make_algorithm(cfg: dict) -> Algorithm:
+    """Build from a run config's `algorithm` block: {"name": ..., **parameters}."""
+    params = dict(cfg)
+    name = params.pop("name")
+    if name not in ALGORITHMS:
+        raise ValueError(f"algorithm.name: unknown '{name}' (allowed: {', '.join(ALGORITHMS)})")
+    return ALGORITHMS[name](**params)

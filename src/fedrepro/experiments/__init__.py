@@ -1,0 +1,1 @@
+"""experiments layer (see DESIGN.md)."""

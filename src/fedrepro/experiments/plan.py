@@ -1,0 +1,155 @@
+"""Experiment files → the run table, partitions, backbones and item manifests.
+
+Pure Python and computed once per Snakemake invocation. A run's id is a readable
+prefix plus a hash of its fully resolved config: same config ⇒ same id ⇒ the run
+is trained once, whichever tables need it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
+
+NOT_HASHED = ("paper",)
+
+
+def digest(obj, n: int = 10) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:n]
+
+
+def run_id(run: dict) -> str:
+    body = {k: v for k, v in run.items() if k not in NOT_HASHED}
+    return f"{run['algorithm']['name']}-{run['dataset']}-s{run['seed']}-{digest(body)}"
+
+
+@dataclass
+class Plan:
+    """Everything the workflow needs to wire jobs, keyed by content-derived ids."""
+
+    scale: str
+    runs: dict[str, dict] = field(default_factory=dict)
+    partitions: dict[str, dict] = field(default_factory=dict)
+    datasets: dict[str, dict] = field(default_factory=dict)
+    backbones: dict[str, dict] = field(default_factory=dict)
+    items: dict[str, dict] = field(default_factory=dict)  # "<paper>/<item>" -> manifest
+    papers: dict[str, list[str]] = field(default_factory=dict)  # paper -> item names
+    claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
+
+    def item_runs(self, key: str) -> list[str]:
+        return [r["id"] for r in self.items[key]["runs"]]
+
+    def item_partitions(self, key: str) -> list[str]:
+        return [p["id"] for p in self.items[key]["partitions"]]
+
+
+def build_plan(config: dict, repo: Path) -> Plan:
+    """Expand every paper listed in `config["papers"]` at `config["scale"]`."""
+    validate(config, "config", "config")
+    scale = config["scale"]
+    scale_cfg = config["scales"][scale]
+    plan = Plan(scale=scale)
+    for paper in config["papers"]:
+        path = Path(repo) / "config" / "experiments" / f"{paper}.yaml"
+        if not path.exists():
+            raise ConfigError(f"config.papers: no experiment file {path}")
+        doc = load_yaml(path)
+        validate(doc, "experiment", f"experiments/{paper}")
+        doc = deep_merge(doc, doc.get("scales", {}).get(scale, {}))
+        _expand_paper(plan, paper, doc, scale_cfg)
+    return plan
+
+
+def _grid_points(doc: dict, name: str):
+    grid = doc["grids"][name]
+    axes = list(grid)
+    for a in axes:
+        if a not in doc["axes"]:
+            raise ConfigError(f"grids.{name}.{a}: unknown axis (allowed: {', '.join(doc['axes'])})")
+    values = []
+    for a in axes:
+        chosen = list(doc["axes"][a]) if grid[a] == "all" else grid[a]
+        for v in chosen:
+            if v not in doc["axes"][a]:
+                allowed = ", ".join(doc["axes"][a])
+                raise ConfigError(f"grids.{name}.{a}: unknown value {v!r} (allowed: {allowed})")
+        values.append(chosen)
+    for combo in itertools.product(*values):
+        yield dict(zip(axes, combo, strict=True))
+
+
+def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
+    grid_runs: dict[str, list[dict]] = {}
+    for gname in doc["grids"]:
+        grid_runs[gname] = []
+        for labels in _grid_points(doc, gname):
+            cfg = doc["defaults"]
+            for axis, value in labels.items():
+                cfg = deep_merge(cfg, doc["axes"][axis][value])
+            for seed in doc["seeds"]:
+                run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
+                rid = run_id(run)
+                plan.runs.setdefault(rid, run)
+                grid_runs[gname].append({"id": rid, "labels": {**labels, "seed": seed}})
+    plan.papers[paper] = []
+    for item, spec in doc["items"].items():
+        if spec["grid"] not in grid_runs:
+            raise ConfigError(f"items.{item}.grid: unknown grid {spec['grid']!r}")
+        runs = [r for r in grid_runs[spec["grid"]] if _selected(r["labels"], spec.get("where"))]
+        parts: dict[str, dict] = {}
+        for r in runs:
+            pid = plan.runs[r["id"]]["partition_id"]
+            keep = spec.get("partition_labels", ["dataset", "partition", "seed"])
+            parts.setdefault(pid, {k: v for k, v in r["labels"].items() if k in keep})
+        plan.items[f"{paper}/{item}"] = {
+            "paper": paper,
+            "item": item,
+            "kind": spec["kind"],
+            "title": spec.get("title", item),
+            "caption": spec.get("caption", ""),
+            "scale": plan.scale,
+            "spec": spec,
+            "runs": runs,
+            "partitions": [{"id": k, "labels": v} for k, v in parts.items()],
+            "reported": doc.get("reported"),
+        }
+        plan.papers[paper].append(item)
+    plan.claims[paper] = {
+        "paper": paper,
+        "scale": plan.scale,
+        "claims": doc.get("claims", []),
+        "reported": doc.get("reported"),
+    }
+
+
+def _selected(labels: dict, where: dict | None) -> bool:
+    return all(labels.get(k) in (v if isinstance(v, list) else [v]) for k, v in (where or {}).items())
+
+
+def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) -> dict:
+    run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
+    dataset = run["dataset"]
+    run["data"] = deep_merge(scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {}))
+    backbone = run["model"]["backbone"]
+    mapping = scale_cfg.get("backbones", {})
+    if plan.scale == "mini":
+        if backbone not in mapping:
+            raise ConfigError(f"scales.mini.backbones: no tiny sibling for {backbone!r}")
+        run["model"]["backbone"] = backbone = mapping[backbone]
+    part = {**run["partition"], "seed": seed}
+    pid_body = {"dataset": dataset, "data": run["data"], "partition": part}
+    pid = f"{dataset}-{part['scheme']}-k{part['clients']}-s{seed}-{digest(pid_body, 8)}"
+    run["partition_id"] = pid
+    validate(run, "run", f"experiments/{paper} run")
+    plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": seed})
+    plan.datasets.setdefault(dataset, run["data"])
+    if run["model"].get("pretrained", True):
+        pre = scale_cfg.get("pretrain", {})
+        plan.backbones.setdefault(backbone, {"mode": "pretrain" if pre else "fetch", **pre})
+        if pre:
+            plan.datasets.setdefault(pre["dataset"], pre.get("data", run["data"]))
+    return run

@@ -1,0 +1,1 @@
+"""fl layer (see DESIGN.md)."""

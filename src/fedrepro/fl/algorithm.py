@@ -1,0 +1,114 @@
+"""The algorithm interface; its defaults are FedAvg.
+
+An algorithm says only what differs from FedAvg: which tensors stay local, an
+extra gradient term, what a client sends, and the server rule. Tensor roles are
+explicit: *shared* tensors are sent and aggregated, *local* tensors persist per
+client, everything else (frozen parameters, integer counters) never moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from fedrepro.fl.tensors import take, weighted_sum
+
+
+@dataclass
+class ClientCtx:
+    """What one client's local update sees and reports."""
+
+    client: int
+    model: nn.Module
+    received: dict[str, torch.Tensor]  # the shared tensors as sent by the server
+    lr: float
+    momentum: float
+    num_samples: int
+    steps: int = 0
+
+
+@dataclass
+class Payload:
+    """What one client sends up; bytes are counted from `tensors` and `extra`."""
+
+    client: int
+    num_samples: int
+    steps: int
+    tensors: dict[str, torch.Tensor]
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def all_tensors(self) -> dict[str, torch.Tensor]:
+        return {**self.tensors, **{f"extra.{k}": v for k, v in self.extra.items()}}
+
+
+class Algorithm:
+    """FedAvg (McMahan et al. 2017): average all shared tensors by sample count."""
+
+    name = "fedavg"
+
+    def __init__(self, weighting: str = "samples", buffers: str = "average", **unknown):
+        if unknown:
+            raise ValueError(f"algorithm '{self.name}': unknown parameter(s) {sorted(unknown)}")
+        if weighting not in ("samples", "uniform"):
+            raise ValueError(f"algorithm.weighting: '{weighting}' (allowed: samples, uniform)")
+        if buffers not in ("average", "local"):
+            raise ValueError(f"algorithm.buffers: '{buffers}' (allowed: average, local)")
+        self.weighting = weighting
+        self.buffers = buffers
+        self.shared: list[str] = []
+        self.local: list[str] = []
+        self.trainable: list[str] = []
+
+    # ---- tensor roles -------------------------------------------------------------
+    def local_keys(self, model: nn.Module) -> set[str]:
+        """Tensors that never leave the client (none for FedAvg)."""
+        return set()
+
+    def setup(self, model: nn.Module, num_clients: int) -> None:
+        """Fix the shared / local / trainable key lists once per run."""
+        local = self.local_keys(model)
+        self.trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+        float_buffers = [n for n, b in model.named_buffers() if b.is_floating_point()]
+        candidates = self.trainable + (float_buffers if self.buffers == "average" else [])
+        self.shared = [k for k in candidates if k not in local]
+        movable = set(self.trainable) | set(float_buffers)
+        self.local = sorted(k for k in movable if k not in set(self.shared))
+        self.num_clients = num_clients
+
+    @property
+    def personalized(self) -> bool:
+        """Clients evaluate their own models when any tensor stays local."""
+        return bool(self.local)
+
+    # ---- client side ----------------------------------------------------------------
+    def client_begin(self, ctx: ClientCtx) -> None:
+        """Called after the received tensors are loaded, before local training."""
+
+    def correct_gradients(self, ctx: ClientCtx) -> None:
+        """Called after backward, before the optimiser step (FedProx, SCAFFOLD)."""
+
+    def client_end(self, ctx: ClientCtx) -> Payload:
+        return Payload(ctx.client, ctx.num_samples, ctx.steps, take(ctx.model, self.shared))
+
+    # ---- server side ----------------------------------------------------------------
+    def weights(self, payloads: list[Payload]) -> list[float]:
+        if self.weighting == "uniform":
+            return [1.0 / len(payloads)] * len(payloads)
+        total = sum(p.num_samples for p in payloads)
+        return [p.num_samples / total for p in payloads]
+
+    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        return weighted_sum([p.tensors for p in payloads], self.weights(payloads))
+
+    def downlink(self, current: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Tensors the server sends to each participating client."""
+        return current
+
+    # ---- checkpointing -------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore server and per-client algorithm state from a checkpoint."""

@@ -1,0 +1,193 @@
+"""The one federated round loop that every algorithm runs in.
+
+Determinism: every random draw derives from (seed, round, client), so a job
+resumed from a checkpoint ends with exactly the numbers of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fedrepro.data.client_transforms import apply_transform
+from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
+from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
+from fedrepro.fl.data import DeviceData
+from fedrepro.fl.local import predict, train_epochs
+from fedrepro.fl.optim import lr_at
+from fedrepro.fl.sampling import derive_seed, sample_clients
+from fedrepro.fl.tensors import all_finite, nbytes, put, take
+
+
+@dataclass
+class Clients:
+    """Per-client index tensors (on the device) and input transforms."""
+
+    train: list[torch.Tensor]
+    test: list[torch.Tensor]
+    transforms: list[Callable | None]
+
+    @classmethod
+    def from_partition(cls, partition: dict, num_test: int, device) -> Clients:
+        as_idx = partial(torch.as_tensor, dtype=torch.long, device=device)
+        everything = torch.arange(num_test, device=device)
+        glob = partition.get("test_mode") == "global"
+        train, test, transforms = [], [], []
+        for c in partition["clients"]:
+            train.append(as_idx(c["train"]))
+            test.append(everything if glob else as_idx(c["test"]))
+            spec = c.get("transform")
+            transforms.append(None if spec is None else partial(_transform, spec=spec))
+        return cls(train, test, transforms)
+
+    def __len__(self) -> int:
+        return len(self.train)
+
+
+def _transform(x: torch.Tensor, generator: torch.Generator, spec: dict) -> torch.Tensor:
+    return apply_transform(x, spec, generator)
+
+
+@dataclass
+class RunState:
+    """Everything a checkpoint restores."""
+
+    round: int = 0
+    shared: dict = field(default_factory=dict)
+    local: dict = field(default_factory=dict)  # client -> {key: tensor}
+    history: list = field(default_factory=list)
+
+
+def _generator(device, *parts: int) -> torch.Generator:
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(derive_seed(*parts))
+    return gen
+
+
+def run_rounds(
+    cfg: dict,
+    model: nn.Module,
+    algorithm: Algorithm,
+    train: DeviceData,
+    test: DeviceData,
+    clients: Clients,
+    checkpoint: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> RunState:
+    """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists."""
+    tcfg = cfg["train"]
+    seed = int(cfg["seed"])
+    rounds = int(tcfg["rounds"])
+    every = int(cfg.get("checkpoint_every", 1))
+    algorithm.setup(model, len(clients))
+    init_local = take(model, algorithm.local)
+    state = RunState(shared=take(model, algorithm.shared))
+    saved = load_checkpoint(checkpoint) if checkpoint else None
+    if saved is not None:
+        state = RunState(saved["round"], saved["shared"], saved["local"], saved["history"])
+        algorithm.load_state_dict(saved["algorithm"])
+        log(f"resumed from round {state.round}")
+    device = next(model.parameters()).device
+    state.shared = {k: v.to(device) for k, v in state.shared.items()}
+
+    for r in range(state.round + 1, rounds + 1):
+        t0 = time.perf_counter()
+        lr = lr_at(tcfg, r)
+        picked = sample_clients(
+            len(clients), float(tcfg.get("fraction", 1.0)), r, seed, tcfg.get("replacement", False)
+        )
+        down = algorithm.downlink(state.shared)
+        payloads: list[Payload] = []
+        for pos, k in enumerate(picked):
+            put(model, state.shared)
+            put(model, {n: t.to(device) for n, t in state.local.get(k, init_local).items()})
+            ctx = ClientCtx(
+                k, model, state.shared, lr, float(tcfg.get("momentum", 0.0)), len(clients.train[k])
+            )
+            algorithm.client_begin(ctx)
+            torch.manual_seed(derive_seed(seed, r, k, pos, 1))
+            gen = _generator(device, seed, r, k, pos)
+            ctx.steps, _ = train_epochs(
+                model,
+                train,
+                clients.train[k],
+                tcfg,
+                lr,
+                int(tcfg.get("local_epochs", 1)),
+                gen,
+                clients.transforms[k],
+                lambda ctx=ctx: algorithm.correct_gradients(ctx),
+            )
+            payloads.append(algorithm.client_end(ctx))
+            if algorithm.local:
+                state.local[k] = take(model, algorithm.local)
+        finite = [p for p in payloads if all_finite(p.all_tensors())]
+        keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
+        if keep and algorithm.shared:
+            state.shared = algorithm.aggregate(state.shared, keep)
+        diverged = len(finite) < len(payloads) or not all_finite(state.shared)
+        row = {
+            "round": r,
+            "lr": lr,
+            "clients": len(picked),
+            "up_bytes": sum(nbytes(p.all_tensors()) for p in payloads),
+            "down_bytes": nbytes(down) * len(picked) if algorithm.shared else 0,
+            "diverged": diverged,
+            "excluded": len(payloads) - len(keep) if keep is finite else 0,
+        }
+        if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
+            row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
+        row["seconds"] = time.perf_counter() - t0
+        state.history.append(row)
+        state.round = r
+        log(
+            f"round {r}/{rounds} acc={row.get('acc', math.nan):.2f} lr={lr:.4g} "
+            f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s"
+        )
+        if checkpoint and (r % every == 0) and r < rounds:
+            save_checkpoint(
+                checkpoint,
+                {
+                    "round": r,
+                    "shared": {k: v.cpu() for k, v in state.shared.items()},
+                    "local": state.local,
+                    "history": state.history,
+                    "algorithm": algorithm.state_dict(),
+                },
+            )
+    return state
+
+
+def evaluate(model, algorithm, state, test, clients, init_local, seed, r) -> dict:
+    """Per-client test accuracy; one pass for a shared model without client transforms."""
+    device = next(model.parameters()).device
+    put(model, state.shared)
+    per_client = []
+    if not algorithm.personalized and not any(clients.transforms):
+        everything = torch.arange(len(test.labels), device=device)
+        correct, losses = predict(model, test, everything)
+        for idx in clients.test:
+            per_client.append((correct[idx], losses[idx]))
+    else:
+        for k, idx in enumerate(clients.test):
+            if algorithm.personalized:
+                put(model, {n: t.to(device) for n, t in state.local.get(k, init_local).items()})
+            gen = _generator(device, seed, r, k, 0xE7A1)
+            per_client.append(predict(model, test, idx, gen, clients.transforms[k]))
+    n = sum(len(c) for c, _ in per_client)
+    hits = sum(float(c.sum()) for c, _ in per_client)
+    loss = sum(float(l.sum()) for _, l in per_client)
+    accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
+    return {
+        "acc": 100.0 * hits / max(n, 1),
+        "acc_mean": sum(accs) / max(len(accs), 1),
+        "loss": loss / max(n, 1),
+        "acc_per_client": accs,
+    }

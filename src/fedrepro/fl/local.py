@@ -1,0 +1,79 @@
+"""Local training: the inner loop shared by every algorithm and by centralized pretraining."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fedrepro.fl.data import DeviceData
+from fedrepro.fl.optim import make_optimizer
+
+
+def train_epochs(
+    model: nn.Module,
+    data: DeviceData,
+    idx: torch.Tensor,
+    train: dict,
+    lr: float,
+    epochs: int,
+    generator: torch.Generator,
+    transform=None,
+    correct_gradients: Callable[[], None] | None = None,
+) -> tuple[int, float]:
+    """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
+
+    A last batch of one sample is dropped (batch norm cannot train on it).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(params, train, lr)
+    bs = int(train["batch_size"])
+    model.train()
+    steps, loss_sum = 0, 0.0
+    use_bf16 = idx.is_cuda and train.get("bf16", True)
+    for _ in range(epochs):
+        order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
+        for start in range(0, len(order), bs):
+            b = order[start : start + bs]
+            if len(b) < 2:
+                continue
+            x, y = data.batch(b, generator, transform, train=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
+                loss = F.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if correct_gradients is not None:
+                correct_gradients()
+            opt.step()
+            steps += 1
+            loss_sum += float(loss.detach())
+    mean = loss_sum / steps if steps else math.nan
+    return steps, mean
+
+
+@torch.no_grad()
+def predict(
+    model: nn.Module,
+    data: DeviceData,
+    idx: torch.Tensor,
+    generator: torch.Generator | None = None,
+    transform=None,
+    batch_size: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample correctness (bool) and cross-entropy for `idx`, in large batches."""
+    model.eval()
+    correct, losses = [], []
+    for start in range(0, len(idx), batch_size):
+        b = idx[start : start + batch_size]
+        x, y = data.batch(b, generator, transform)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=x.is_cuda):
+            logits = model(x).float()
+        correct.append(logits.argmax(1) == y)
+        losses.append(F.cross_entropy(logits, y, reduction="none"))
+    if not correct:
+        empty = torch.zeros(0, device=idx.device)
+        return empty.bool(), empty
+    return torch.cat(correct), torch.cat(losses)

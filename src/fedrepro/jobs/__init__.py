@@ -1,0 +1,1 @@
+"""Job entry points: wire data, models, algorithms and the engine for one workflow job."""

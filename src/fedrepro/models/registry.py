@@ -1,0 +1,252 @@
+"""Backbone names → builders, tiny siblings, and the tensor names FedPer/FedBN keep local.
+
+Paper-scale names are timm ids with explicit tags, because timm's default tags are other weights
+(``vit_base_patch16_224`` → augreg2, ``resnet18`` → a1_in1k). Every backbone has a tiny sibling
+of the same family built by the same code (timm classes for timm families), so the mini scale
+exercises the paper's loading and surgery paths. Models are always built with random weights and
+never touch the network; pretrained weights come from files (``fedrepro.models.weights``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import timm
+from timm.models.resnet import BasicBlock as TimmBasicBlock
+from timm.models.resnet import ResNet
+from timm.models.vision_transformer import VisionTransformer
+from torch import nn
+
+from fedrepro.models.cnn import FedIconCNN, SimpleCNN
+from fedrepro.models.resnet26 import ResNet26
+from fedrepro.models.resnet_cifar import CifarResNet
+
+__all__ = [
+    "BACKBONES",
+    "BackboneSpec",
+    "create_backbone",
+    "get_spec",
+    "head_keys",
+    "norm_keys",
+    "tiny_sibling",
+]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+HALF = (0.5, 0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    """What a backbone name means.
+
+    ``source`` says where pretrained weights come from: ``hf-hub:timm/<id>`` (timm release),
+    ``gdrive:<id>`` (manual stage-in only), ``workflow`` (a tiny backbone the workflow pretrains
+    on synthetic data) or ``scratch`` (trained from random init, nothing to fetch). ``release`` is
+    the original release file, accepted pre-staged under ``data_root/backbones/<name>/``;
+    ``release_sha256`` its published sha256 or the prefix in its file name (torchvision style).
+    ``mean``/``std`` are the input normalisation the weights expect."""
+
+    family: str
+    timm_id: str | None
+    tiny: str
+    img_size: int
+    source: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    release: str | None = None
+    release_sha256: str | None = None
+    mean: tuple[float, float, float] = HALF
+    std: tuple[float, float, float] = HALF
+
+
+_AUGREG = "https://storage.googleapis.com/vit_models/augreg/"
+_FT1K = "--imagenet2012-steps_20k-lr_0.01-res_224.npz"
+
+
+def _vit(tag_id: str, release: str) -> BackboneSpec:
+    return BackboneSpec(
+        "vit", tag_id, "vit_tiny_mini", 224, f"hf-hub:timm/{tag_id}", release=release
+    )
+
+
+def _tv_resnet(tag_id: str, release: str, prefix: str) -> BackboneSpec:
+    return BackboneSpec(
+        "resnet",
+        tag_id,
+        "resnet_mini",
+        224,
+        f"hf-hub:timm/{tag_id}",
+        release=release,
+        release_sha256=prefix,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+    )
+
+
+BACKBONES: dict[str, BackboneSpec] = {
+    # --- paper scale -------------------------------------------------------------------------
+    "vit_base_patch16_224.augreg_in21k": _vit(
+        "vit_base_patch16_224.augreg_in21k",
+        _AUGREG + "B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0.npz",
+    ),
+    "vit_base_patch16_224.augreg_in21k_ft_in1k": _vit(
+        "vit_base_patch16_224.augreg_in21k_ft_in1k",
+        _AUGREG + "B_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.0-sd_0.0" + _FT1K,
+    ),
+    "vit_small_patch16_224.augreg_in21k_ft_in1k": _vit(
+        "vit_small_patch16_224.augreg_in21k_ft_in1k",
+        _AUGREG
+        + "S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0"
+        + "--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+    ),
+    "vit_large_patch16_224.augreg_in21k_ft_in1k": _vit(
+        "vit_large_patch16_224.augreg_in21k_ft_in1k",
+        _AUGREG + "L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1" + _FT1K,
+    ),
+    "resnet18.tv_in1k": _tv_resnet(
+        "resnet18.tv_in1k", "https://download.pytorch.org/models/resnet18-f37072fd.pth", "f37072fd"
+    ),
+    "resnet34.tv_in1k": _tv_resnet(
+        "resnet34.tv_in1k", "https://download.pytorch.org/models/resnet34-b627a593.pth", "b627a593"
+    ),
+    "resnet50.tv_in1k": _tv_resnet(
+        "resnet50.tv_in1k", "https://download.pytorch.org/models/resnet50-0676ba61.pth", "0676ba61"
+    ),
+    # Weights only on Google Drive, no published checksum: our sha256 is recorded on first fetch.
+    # Decathlon mean/std are per dataset in a pickle we do not have; ImageNet statistics stand in.
+    "resnet26": BackboneSpec(
+        "resnet26",
+        None,
+        "resnet26_mini",
+        72,
+        "gdrive:1uRmyJfs5OW2s0USoue6WbPdr_04MNOFI",
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+    ),
+    "cnn_simple": BackboneSpec("simple_cnn", None, "cnn_simple", 32, "scratch"),
+    "cnn_fedicon": BackboneSpec("fedicon_cnn", None, "cnn_fedicon", 32, "scratch"),
+    "resnet18_in": BackboneSpec("cifar_resnet", None, "resnet18_in_mini", 32, "scratch"),
+    # --- mini scale: same families, same code paths ------------------------------------------
+    "vit_tiny_mini": BackboneSpec(
+        "vit",
+        None,
+        "vit_tiny_mini",
+        32,
+        "workflow",
+        kwargs={"patch_size": 4, "embed_dim": 64, "depth": 4, "num_heads": 4},
+    ),
+    "resnet_mini": BackboneSpec(
+        "resnet",
+        None,
+        "resnet_mini",
+        32,
+        "workflow",
+        kwargs={"layers": (1, 1, 1, 1), "channels": (16, 32, 64, 128)},
+    ),
+    "resnet26_mini": BackboneSpec(
+        "resnet26",
+        None,
+        "resnet26_mini",
+        32,
+        "workflow",
+        kwargs={"widths": (16, 32, 64), "depths": (1, 1, 1), "stem_width": 16},
+    ),
+    "resnet18_in_mini": BackboneSpec(
+        "cifar_resnet",
+        None,
+        "resnet18_in_mini",
+        32,
+        "scratch",
+        kwargs={"widths": (16, 32, 64, 128), "depths": (1, 1, 1, 1)},
+    ),
+}
+
+
+def get_spec(name: str) -> BackboneSpec:
+    """The spec of a registered backbone; an unknown name lists the known ones."""
+    try:
+        return BACKBONES[name]
+    except KeyError:
+        raise KeyError(f"unknown backbone {name!r}; known: {sorted(BACKBONES)}") from None
+
+
+def tiny_sibling(name: str) -> str:
+    """The mini-scale backbone standing in for ``name`` (a mini backbone is its own sibling)."""
+    return get_spec(name).tiny
+
+
+Builder = Callable[[BackboneSpec, int, int, int], nn.Module]
+
+
+def _build_vit(spec: BackboneSpec, num_classes: int, in_chans: int, img_size: int) -> nn.Module:
+    args = {"num_classes": num_classes, "in_chans": in_chans, "img_size": img_size}
+    if spec.timm_id:
+        return timm.create_model(spec.timm_id, pretrained=False, **args)
+    return VisionTransformer(**spec.kwargs, **args)
+
+
+def _build_resnet(spec: BackboneSpec, num_classes: int, in_chans: int, img_size: int) -> nn.Module:
+    args = {"num_classes": num_classes, "in_chans": in_chans}
+    if spec.timm_id:
+        return timm.create_model(spec.timm_id, pretrained=False, **args)
+    return ResNet(block=TimmBasicBlock, **spec.kwargs, **args)
+
+
+_BUILDERS: dict[str, Builder] = {
+    "vit": _build_vit,
+    "resnet": _build_resnet,
+    "resnet26": lambda spec, nc, ic, size: ResNet26(nc, ic, **spec.kwargs),
+    "simple_cnn": lambda spec, nc, ic, size: SimpleCNN(nc, ic, size),
+    "fedicon_cnn": lambda spec, nc, ic, size: FedIconCNN(nc, ic, size),
+    "cifar_resnet": lambda spec, nc, ic, size: CifarResNet(nc, ic, **spec.kwargs),
+}
+
+
+def create_backbone(
+    name: str, num_classes: int, in_chans: int = 3, img_size: int | None = None
+) -> nn.Module:
+    """A randomly initialised backbone; ``num_classes=0`` gives a model without classifier.
+
+    ``img_size`` (default: the backbone's own) matters for ViTs (position embeddings) and the
+    small CNNs (flattened size); convolutional ResNets accept any size. Build inside
+    ``with torch.device("meta"):`` to count parameters of paper-scale models without memory."""
+    spec = get_spec(name)
+    return _BUILDERS[spec.family](spec, num_classes, in_chans, img_size or spec.img_size)
+
+
+_NORM_TYPES = (
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.SyncBatchNorm,
+    nn.InstanceNorm1d,
+    nn.InstanceNorm2d,
+    nn.InstanceNorm3d,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.RMSNorm,
+)
+
+
+def _tensor_names(modules: Iterator[tuple[str, nn.Module]]) -> list[str]:
+    """Parameter and buffer names (as in ``named_parameters``/``named_buffers``) under modules."""
+    names: dict[str, None] = {}
+    for prefix, module in modules:
+        for name, _ in module.named_parameters(prefix=prefix):
+            names[name] = None
+        for name, _ in module.named_buffers(prefix=prefix):
+            names[name] = None
+    return list(names)
+
+
+def head_keys(model: nn.Module) -> list[str]:
+    """Tensor names of the classifier (``model.get_classifier()``, timm's convention)."""
+    classifier = model.get_classifier()
+    return _tensor_names((n, m) for n, m in model.named_modules() if m is classifier)
+
+
+def norm_keys(model: nn.Module) -> list[str]:
+    """Tensor names of every normalisation layer: BN/IN/LN/GN affine and running statistics."""
+    return _tensor_names((n, m) for n, m in model.named_modules() if isinstance(m, _NORM_TYPES))

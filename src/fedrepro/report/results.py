@@ -1,0 +1,184 @@
+"""Read run results (metrics.json, history.csv) and reported numbers into pandas frames.
+
+Everything the report layer knows about a run comes from its result files, so tables,
+figures and claims agree on one definition of a cell: the runs of a manifest sharing all
+labels but ``seed``, summarised as mean and sample standard deviation (``ddof=1``) over
+the seeds whose value is finite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SEED_LABEL = "seed"
+DDOF = 1  # sample std over seeds; with one finite seed the std is undefined (NaN)
+REPORTED_VALUE_COLUMNS = ("value", "std", "source")
+
+
+def read_metrics(runs_dir: str | Path, run_id: str) -> dict[str, Any] | None:
+    """The run's metrics.json, or None when the run has not finished (or is unreadable)."""
+    path = Path(runs_dir) / run_id / "metrics.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def metric_value(metrics: dict[str, Any], key: str) -> float:
+    """Look up ``key`` (dotted path, e.g. ``comm.total_bytes``); missing/null/non-number → NaN."""
+    node: Any = metrics
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return math.nan
+        node = node[part]
+    try:
+        return float(node)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _label_names(manifest: dict[str, Any]) -> list[str]:
+    """All label names used by the manifest's runs, in first-appearance order."""
+    names: dict[str, None] = {}
+    for run in manifest.get("runs", []):
+        names.update(dict.fromkeys(run.get("labels", {})))
+    return list(names)
+
+
+def runs_frame(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> pd.DataFrame:
+    """One row per manifest run: its labels, ``run_id``, ``present``, ``value``, ``diverged``.
+
+    A run without metrics.json is kept (``present`` False, value NaN) so that a table
+    shows a dash for it instead of failing. A non-finite value counts as diverged.
+    """
+    names = _label_names(manifest)
+    records = []
+    for run in manifest.get("runs", []):
+        labels = run.get("labels", {})
+        metrics = read_metrics(runs_dir, run["id"])
+        value = math.nan if metrics is None else metric_value(metrics, metric)
+        diverged = metrics is not None and (
+            bool(metrics.get("diverged", False)) or not math.isfinite(value)
+        )
+        record = {name: labels.get(name) for name in names}
+        record.update(run_id=run["id"], present=metrics is not None, value=value, diverged=diverged)
+        records.append(record)
+    columns = [*names, "run_id", "present", "value", "diverged"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def cell_stats(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Summarise runs per cell (``by`` labels), keeping first-appearance order.
+
+    Columns: ``by``…, ``n`` (runs listed), ``n_present``, ``n_finite``, ``mean``, ``std``
+    (ddof=1 over finite values), ``diverged`` (any run of the cell diverged).
+    """
+    by = list(by)
+    if runs.empty:
+        return pd.DataFrame(columns=[*by, "n", "n_present", "n_finite", "mean", "std", "diverged"])
+    finite = runs["value"].where(np.isfinite(runs["value"].astype(float)))
+    frame = runs.assign(_finite=finite)
+    grouped = frame.groupby(by, sort=False, dropna=False) if by else frame.groupby(lambda _: 0)
+    out = grouped.agg(
+        n=("value", "size"),
+        n_present=("present", "sum"),
+        n_finite=("_finite", "count"),
+        mean=("_finite", "mean"),
+        std=("_finite", lambda s: s.std(ddof=DDOF)),
+        diverged=("diverged", "any"),
+    )
+    out = out.reset_index(drop=not by)
+    for col in ("n", "n_present", "n_finite"):
+        out[col] = out[col].astype(int)
+    return out
+
+
+def check_cells_unique(runs: pd.DataFrame, by: Sequence[str], context: str) -> None:
+    """Raise when runs of one cell differ in a label other than the seed (a spec error)."""
+    others = [c for c in runs.columns[: list(runs.columns).index("run_id")] if c not in by]
+    others = [c for c in others if c != SEED_LABEL]
+    if not others or runs.empty:
+        return
+    grouped = runs.groupby(list(by), sort=False, dropna=False) if by else [(None, runs)]
+    for _, group in grouped:
+        for col in others:
+            if group[col].astype(str).nunique() > 1:
+                raise ValueError(
+                    f"{context}: runs of one cell differ in label {col!r}; "
+                    f"add it to the rows/columns or drop it from the manifest"
+                )
+
+
+def history_frame(manifest: dict[str, Any], runs_dir: str | Path) -> pd.DataFrame:
+    """history.csv of every finished run, concatenated, with the run's labels and ``run_id``."""
+    names = _label_names(manifest)
+    parts = []
+    for run in manifest.get("runs", []):
+        path = Path(runs_dir) / run["id"] / "history.csv"
+        try:
+            hist = pd.read_csv(path)
+        except (OSError, ValueError, pd.errors.EmptyDataError):
+            continue
+        labels = run.get("labels", {})
+        for name in names:
+            hist[name] = labels.get(name)
+        hist["run_id"] = run["id"]
+        parts.append(hist)
+    if not parts:
+        return pd.DataFrame(columns=[*names, "run_id", "round"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def read_reported(path: str | Path | None) -> pd.DataFrame | None:
+    """The reported-numbers CSV with string labels (``#M=1`` stays a label, blanks stay ``""``)."""
+    if path is None or not Path(path).is_file():
+        return None
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in ("value", "std"):
+        if col in frame:
+            frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
+    return frame
+
+
+def reported_label_columns(reported: pd.DataFrame) -> list[str]:
+    """Label columns of a reported CSV (everything except item and the value columns)."""
+    return [c for c in reported.columns if c not in ("item", *REPORTED_VALUE_COLUMNS)]
+
+
+def lookup_reported(
+    reported: pd.DataFrame | None, item: str, key: dict[str, Any]
+) -> tuple[float, float] | None:
+    """(value, std) reported for the cell whose labels are ``key``; None when absent.
+
+    Only labels that are columns of the CSV are matched; more than one match is a
+    transcription error and raises.
+    """
+    if reported is None:
+        return None
+    mask = reported["item"] == item if "item" in reported else np.ones(len(reported), bool)
+    for name, value in key.items():
+        if name in reported.columns:
+            mask &= reported[name] == str(value)
+    hits = reported[mask]
+    if hits.empty:
+        return None
+    if len(hits) > 1:
+        raise ValueError(f"reported CSV: {len(hits)} rows match item {item!r} and labels {key}")
+    row = hits.iloc[0]
+    return float(row["value"]), float(row.get("std", math.nan))
+
+
+def unique_keys(frame: pd.DataFrame, labels: Iterable[str]) -> list[tuple]:
+    """Distinct label tuples of ``frame`` in first-appearance order."""
+    labels = list(labels)
+    if not labels:
+        return [()]
+    rows = frame[labels].astype(object).itertuples(index=False, name=None)
+    return list(dict.fromkeys(rows))

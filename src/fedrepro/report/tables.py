@@ -1,0 +1,394 @@
+"""Paper tables in the paper's layout: mean ± std over seeds, difference columns, and the
+paper's reported value beside every measured cell. Written as md, tex, csv and html.
+
+Item spec keys (``manifest["spec"]``):
+
+``rows`` / ``columns``
+    label names (a string or a list); their distinct values, in the manifest's run
+    order, give the table's rows and (nested) column headers.
+``metric``
+    metrics.json key or dotted path (``final_acc``, ``best_acc``, ``comm.total_bytes``).
+``fmt``
+    Python format for numbers, default ``"{:.2f}"``.
+``metric_label`` / ``caption``
+    optional wording: how the metric is named, extra caption text.
+``diff``
+    optional list of difference columns ``{name, label, minuend, subtrahend, pm,
+    reported}``: for each row, the mean over the other column labels of
+    (cell[label=minuend] − cell[label=subtrahend]). ``pm: std_diff`` (default) prints
+    ``± mean std(minuend) − mean std(subtrahend)``, the formula that reproduces the
+    Adapters paper's "Average difference" column (hence its negative ±); ``pm: none``
+    prints no ±. ``reported`` names the labels that find the paper's value for the
+    column (default: every other column label set to ``name``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedrepro.report import results
+from fedrepro.report.output import write_text
+from fedrepro.report.templates import metric_name, render, scale_note, tex_escape
+
+MISSING = "—"
+DAGGER = "†"
+PARTIAL = "‡"
+PM_KINDS = ("std_diff", "none")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A computed table: the tidy cell frame plus the layout it is drawn in."""
+
+    frame: pd.DataFrame  # one row per cell (row-major), incl. difference columns
+    rows: list[str]
+    columns: list[str]
+    row_keys: list[tuple]
+    col_keys: list[tuple]
+    diffs: list[DiffSpec]
+
+
+@dataclass(frozen=True)
+class DiffSpec:
+    """A parsed difference-column definition."""
+
+    name: str
+    label: str
+    minuend: str
+    subtrahend: str
+    pm: str
+    reported: dict[str, str]
+
+
+def _context(manifest: dict[str, Any]) -> str:
+    return f"{manifest.get('paper', '?')}/{manifest.get('item', '?')}"
+
+
+def _label_list(spec: dict[str, Any], key: str, where: str) -> list[str]:
+    value = spec.get(key)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}: spec key {key!r} must be a label name or a list of them")
+    return value
+
+
+def _parse_fmt(spec: dict[str, Any], where: str) -> str:
+    fmt = spec.get("fmt", "{:.2f}")
+    try:
+        fmt.format(1.0)
+    except (AttributeError, ValueError, IndexError, KeyError) as err:
+        raise ValueError(f"{where}: spec key 'fmt' is not a number format: {fmt!r}") from err
+    return fmt
+
+
+def _parse_diffs(spec: dict[str, Any], columns: list[str], where: str) -> list[DiffSpec]:
+    diffs = spec.get("diff") or []
+    if isinstance(diffs, dict):
+        diffs = [diffs]
+    parsed = []
+    for i, d in enumerate(diffs):
+        at = f"{where}: spec key 'diff[{i}]'"
+        if not isinstance(d, dict):
+            raise ValueError(f"{at} must be a mapping")
+        for key in ("name", "label", "minuend", "subtrahend"):
+            if not isinstance(d.get(key), str):
+                raise ValueError(f"{at}.{key} is required (a string)")
+        if d["label"] not in columns:
+            raise ValueError(f"{at}.label {d['label']!r} is not one of the columns {columns}")
+        pm = d.get("pm", "std_diff")
+        if pm not in PM_KINDS:
+            raise ValueError(f"{at}.pm must be one of {PM_KINDS}, got {pm!r}")
+        others = [c for c in columns if c != d["label"]]
+        reported = d.get("reported") or {c: d["name"] for c in others}
+        parsed.append(DiffSpec(d["name"], d["label"], d["minuend"], d["subtrahend"], pm, reported))
+    return parsed
+
+
+def _fmt_pm(mean: float, std: float, fmt: str) -> str:
+    """``mean ± std``; a dash for a missing mean; no ± when std is undefined."""
+    if not math.isfinite(mean):
+        return MISSING
+    text = fmt.format(mean)
+    if math.isfinite(std):
+        text += " ± " + fmt.format(std)
+    return text
+
+
+def _diff_cell(
+    stats: dict[tuple, dict[str, Any]],
+    row_key: tuple,
+    col_keys: list[tuple],
+    columns: list[str],
+    diff: DiffSpec,
+) -> dict[str, Any]:
+    """Mean over matched pairs of (minuend − subtrahend), and its ± per ``diff.pm``."""
+    at = columns.index(diff.label)
+    lefts = [k for k in col_keys if str(k[at]) == diff.minuend]
+    pairs = []
+    for left in lefts:
+        right = (*left[:at], diff.subtrahend, *left[at + 1 :])
+        a, b = stats.get((*row_key, *left)), stats.get((*row_key, *right))
+        if a and b and math.isfinite(a["mean"]) and math.isfinite(b["mean"]):
+            pairs.append((a, b))
+    if not pairs:
+        return {"mean": math.nan, "std": math.nan, "n": 0, "expected": len(lefts)}
+    mean = sum(a["mean"] - b["mean"] for a, b in pairs) / len(pairs)
+    std = math.nan
+    if diff.pm == "std_diff":
+        std = sum(a["std"] for a, _ in pairs) / len(pairs) - sum(b["std"] for _, b in pairs) / len(
+            pairs
+        )
+    return {"mean": mean, "std": std, "n": len(pairs), "expected": len(lefts)}
+
+
+def build_table(
+    manifest: dict[str, Any], runs_dir: str | Path, reported: pd.DataFrame | None
+) -> Table:
+    """Compute every cell (mean ± std over seeds, difference columns, paper values)."""
+    where = _context(manifest)
+    spec = manifest.get("spec", {})
+    rows = _label_list(spec, "rows", where)
+    columns = _label_list(spec, "columns", where)
+    metric = spec.get("metric", "final_acc")
+    fmt = _parse_fmt(spec, where)
+    diffs = _parse_diffs(spec, columns, where)
+
+    runs = results.runs_frame(manifest, runs_dir, metric)
+    for name in rows + columns:
+        if not runs.empty and name not in runs.columns:
+            raise ValueError(f"{where}: spec label {name!r} is not a label of the manifest runs")
+    if runs.empty:
+        runs = runs.reindex(columns=[*rows, *columns, *runs.columns])
+    results.check_cells_unique(runs, rows + columns, where)
+    stats_frame = results.cell_stats(runs, rows + columns)
+    stats = {
+        tuple(rec[: len(rows + columns)]): dict(zip(stats_frame.columns, rec, strict=True))
+        for rec in stats_frame.itertuples(index=False, name=None)
+    }
+    row_keys = results.unique_keys(runs, rows) if not runs.empty else []
+    col_keys = results.unique_keys(runs, columns) if not runs.empty else []
+    item = manifest.get("item", "")
+
+    records = []
+    for row_key in row_keys:
+        row_labels = dict(zip(rows, row_key, strict=True))
+        for col_key in col_keys:
+            col_labels = dict(zip(columns, col_key, strict=True))
+            st = stats.get((*row_key, *col_key))
+            paper = results.lookup_reported(reported, item, {**row_labels, **col_labels})
+            text = MISSING if st is None else _fmt_pm(st["mean"], st["std"], fmt)
+            if st is not None and st["diverged"]:
+                text += DAGGER
+            if st is not None and 0 < st["n_present"] < st["n"]:
+                text += PARTIAL
+            records.append(
+                {
+                    **row_labels,
+                    **{c: str(v) for c, v in col_labels.items()},
+                    "column": " / ".join(str(v) for v in col_key),
+                    "kind": "measured",
+                    "n": 0 if st is None else st["n"],
+                    "n_finite": 0 if st is None else st["n_finite"],
+                    "mean": math.nan if st is None else st["mean"],
+                    "std": math.nan if st is None else st["std"],
+                    "diverged": False if st is None else bool(st["diverged"]),
+                    "text": text,
+                    "paper_value": paper[0] if paper else math.nan,
+                    "paper_std": paper[1] if paper else math.nan,
+                    "paper_text": _fmt_pm(*paper, fmt) if paper else "",
+                }
+            )
+        for diff in diffs:
+            d = _diff_cell(stats, row_key, col_keys, columns, diff)
+            paper = results.lookup_reported(reported, item, {**row_labels, **diff.reported})
+            text = _fmt_pm(d["mean"], d["std"], fmt)
+            if 0 < d["n"] < d["expected"]:
+                text += PARTIAL
+            records.append(
+                {
+                    **row_labels,
+                    **dict.fromkeys(columns, ""),
+                    "column": diff.name,
+                    "kind": "diff",
+                    "n": d["n"],
+                    "n_finite": d["n"],
+                    "mean": d["mean"],
+                    "std": d["std"],
+                    "diverged": False,
+                    "text": text,
+                    "paper_value": paper[0] if paper else math.nan,
+                    "paper_std": paper[1] if paper else math.nan,
+                    "paper_text": _fmt_pm(*paper, fmt) if paper else "",
+                }
+            )
+    frame = pd.DataFrame.from_records(
+        records,
+        columns=[*rows, *columns, "column", "kind", "n", "n_finite", "mean", "std", "diverged"]
+        + ["text", "paper_value", "paper_std", "paper_text"],
+    )
+    return Table(frame, rows, columns, row_keys, col_keys, diffs)
+
+
+def _header_rows(col_keys: list[tuple], diff_names: list[str]) -> list[list[dict[str, Any]]]:
+    """Nested html header rows: consecutive columns sharing a label prefix are merged."""
+    levels = len(col_keys[0]) if col_keys else 1
+    header: list[list[dict[str, Any]]] = []
+    for level in range(levels):
+        entries: list[dict[str, Any]] = []
+        for key in col_keys:
+            prefix = key[: level + 1]
+            if entries and entries[-1]["prefix"] == prefix:
+                entries[-1]["colspan"] += 1
+            else:
+                entries.append(
+                    {"text": str(key[level]), "colspan": 1, "rowspan": 1, "prefix": prefix}
+                )
+        header.append(entries)
+    header[0] += [{"text": n, "colspan": 1, "rowspan": levels, "prefix": ()} for n in diff_names]
+    return header
+
+
+def _tex_header_rows(
+    header: list[list[dict[str, Any]]], row_label_names: list[str]
+) -> list[list[str]]:
+    """LaTeX header lines: multicolumn for spans, blanks under row-spanning cells."""
+    lines = []
+    for level, entries in enumerate(header):
+        last = level == len(header) - 1
+        cells = [tex_escape(n) if last else "" for n in row_label_names]
+        for e in entries:
+            text = tex_escape(e["text"])
+            cells.append(
+                rf"\multicolumn{{{e['colspan']}}}{{c}}{{{text}}}" if e["colspan"] > 1 else text
+            )
+        if level > 0:
+            cells += [""] * sum(1 for e in header[0] if e["rowspan"] > 1)
+        lines.append(cells)
+    return lines
+
+
+def _row_entries(row_keys: list[tuple]) -> list[list[dict[str, Any]]]:
+    """Row-label cells: shown on the first row of a run of equal prefixes, with its rowspan."""
+    out = []
+    for i, key in enumerate(row_keys):
+        labels = []
+        for level in range(len(key)):
+            prefix = key[: level + 1]
+            show = i == 0 or row_keys[i - 1][: level + 1] != prefix
+            span = 1
+            while show and i + span < len(row_keys) and row_keys[i + span][: level + 1] == prefix:
+                span += 1
+            labels.append({"text": str(key[level]), "show": show, "rowspan": span})
+        out.append(labels)
+    return out
+
+
+def _caption_lines(
+    manifest: dict[str, Any], frame: pd.DataFrame, diffs: list[DiffSpec], reported: bool
+) -> list[str]:
+    spec = manifest.get("spec", {})
+    metric = spec.get("metric", "final_acc")
+    measured = frame[frame["kind"] == "measured"]
+    seeds = sorted(set(measured["n"].tolist()) - {0})
+    n_text = "–".join(str(s) for s in (seeds[:1] + seeds[-1:] if len(seeds) > 1 else seeds))
+    lines = [
+        f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`); each cell is "
+        f"the mean ± sample standard deviation (ddof=1) over seeds (n = {n_text or 0} per cell)."
+    ]
+    if reported:
+        lines.append("[paper …] is the value the paper reports for the same cell.")
+    for d in diffs:
+        pm = (
+            f"its ± is mean std({d.minuend}) − mean std({d.subtrahend}) over the same pairs "
+            "(the formula that reproduces the paper's printed values; it can be negative)"
+            if d.pm == "std_diff"
+            else "no ± is given"
+        )
+        lines.append(
+            f"{d.name} = mean of ({d.minuend} − {d.subtrahend}) over the row's pairs; {pm}."
+        )
+    if spec.get("caption"):
+        lines.append(str(spec["caption"]))
+    return lines
+
+
+def _footnotes(frame: pd.DataFrame) -> list[str]:
+    notes = []
+    if frame["text"].str.contains(DAGGER, regex=False).any():
+        notes.append(
+            f"{DAGGER} at least one seed diverged (non-finite aggregate or loss); "
+            "the cell summarises its finite seeds."
+        )
+    if frame["text"].str.contains(PARTIAL, regex=False).any():
+        notes.append(
+            f"{PARTIAL} not every run (or algorithm pair) of the cell is available; "
+            "partial summary."
+        )
+    if frame["text"].str.startswith(MISSING).any():
+        notes.append(f"{MISSING} no finished run for this cell.")
+    return notes
+
+
+def make_table(
+    manifest: dict[str, Any],
+    runs_dir: str | Path,
+    out_prefix: str | Path,
+    reported_csv: str | Path | None = None,
+) -> list[Path]:
+    """Write ``<out_prefix>.{md,tex,csv,html}`` for one table item; returns the paths."""
+    where = _context(manifest)
+    reported = results.read_reported(reported_csv or manifest.get("reported"))
+    table = build_table(manifest, runs_dir, reported)
+    frame, diffs = table.frame, table.diffs
+    column_names = [" / ".join(str(v) for v in k) for k in table.col_keys]
+    column_names += [d.name for d in diffs]
+    cells = frame.to_dict("records")
+    width = len(column_names)
+    row_entries = _row_entries(table.row_keys)
+    table_rows = [
+        {
+            "labels": row_entries[i],
+            "cells": [
+                {
+                    "text": c["text"],
+                    "paper": c["paper_text"],
+                    "missing": c["text"].startswith(MISSING),
+                    "is_diff": c["kind"] == "diff",
+                }
+                for c in cells[i * width : (i + 1) * width]
+            ],
+        }
+        for i in range(len(table.row_keys))
+    ]
+    header = _header_rows(table.col_keys, [d.name for d in diffs])
+    row_label_names = [r.capitalize() for r in table.rows]
+    scale = manifest.get("scale", "mini")
+    context = {
+        "title": manifest.get("title", where),
+        "label": where.replace("/", "-"),
+        "scale": scale,
+        "is_mini": scale == "mini",
+        "scale_note": scale_note(scale),
+        "caption_lines": _caption_lines(manifest, frame, diffs, reported is not None),
+        "row_label_names": row_label_names,
+        "header_rows": header,
+        "tex_header_rows": _tex_header_rows(header, row_label_names),
+        "md_headers": column_names,
+        "ncols": width,
+        "rows": table_rows,
+        "footnotes": _footnotes(frame),
+    }
+    out = Path(out_prefix)
+    paths = [
+        write_text(f"{out}.md", render("table.md", **context)),
+        write_text(f"{out}.tex", render("table.tex", **context)),
+        write_text(f"{out}.html", render("table.html", **context)),
+        write_text(f"{out}.csv", frame.to_csv(index=False)),
+    ]
+    return paths

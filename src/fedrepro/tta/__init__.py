@@ -1,0 +1,1 @@
+"""tta layer (see DESIGN.md)."""

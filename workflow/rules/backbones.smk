@@ -1,0 +1,32 @@
+rule pretrain_backbone:
+    input:
+        unpack(pretrain_inputs),
+    output:
+        f"{R}/backbones/pretrained/{{backbone}}.safetensors",
+    log:
+        f"{R}/logs/backbones/{{backbone}}.log",
+    threads: 2
+    conda:
+        ENV
+    params:
+        job=JOB,
+    shell:
+        "python workflow/scripts/pretrain_backbone.py --backbone {wildcards.backbone}"
+        " --spec {input.spec} --data-dir $(dirname {input.train}) --out {output}"
+        " {params.job} > {log} 2>&1"
+
+
+rule fetch_backbone:
+    output:
+        f"{R}/backbones/fetched/{{backbone}}.safetensors",
+    log:
+        f"{R}/logs/backbones/{{backbone}}.log",
+    localrule: True
+    retries: 2
+    conda:
+        ENV
+    params:
+        root=DATA_ROOT,
+    shell:
+        "python workflow/scripts/fetch_backbone.py --backbone {wildcards.backbone}"
+        " --data-root {params.root} --out {output} > {log} 2>&1"

@@ -1,0 +1,121 @@
+# The run table is computed once, here; input functions only look things up in it.
+import json
+from pathlib import Path
+
+from fedrepro.experiments.config import ConfigError
+from fedrepro.experiments.plan import build_plan
+from fedrepro.fl.checkpoint import write_json
+
+try:
+    PLAN = build_plan(config, Path(workflow.basedir))
+except ConfigError as err:
+    raise SystemExit(f"fedrepro config error: {err}")
+
+validate(config, "config/schema/config.yaml")
+
+SCALE = config["scale"]
+R = f"{config['results']}/{SCALE}"
+DATA_ROOT = config["data_root"]
+ENV = "../../envs/fedrepro.yaml"
+JOB = f"--device {config['device']} --threads {config['threads']}"
+
+
+wildcard_constraints:
+    dataset=r"[a-z0-9_]+",
+    run=r"[A-Za-z0-9_.\-]+",
+    pid=r"[A-Za-z0-9_.\-]+",
+    backbone=r"[A-Za-z0-9_.\-]+",
+    paper=r"[a-z0-9_]+",
+    item=r"[A-Za-z0-9_]+",
+
+
+def spec_for(kind, name):
+    """The JSON-able spec a `write_spec` job writes for (kind, name)."""
+    return {
+        "run": PLAN.runs,
+        "partition": PLAN.partitions,
+        "backbone": PLAN.backbones,
+        "item": PLAN.items,
+        "claims": PLAN.claims,
+    }[kind][name]
+
+
+def raw_inputs(wildcards):
+    """Paper scale parses downloaded files; mini scale synthesizes from nothing."""
+    return [] if SCALE == "mini" else [f"{DATA_ROOT}/{wildcards.dataset}/.fetched"]
+
+
+def data_args(wildcards):
+    d = PLAN.datasets[wildcards.dataset]
+    names = {"per_class_train": "--per-class-train", "per_class_test": "--per-class-test"}
+    names |= {"size": "--size", "seed": "--seed"}
+    return " ".join(f"{flag} {int(d[k])}" for k, flag in names.items() if k in d)
+
+
+def split_files(dataset):
+    return {s: f"{R}/data/{dataset}/{s}.safetensors" for s in ("train", "test")}
+
+
+def backbone_file(name):
+    mode = PLAN.backbones[name]["mode"]
+    return f"{R}/backbones/{'pretrained' if mode == 'pretrain' else 'fetched'}/{name}.safetensors"
+
+
+def partition_inputs(wildcards):
+    return split_files(PLAN.partitions[wildcards.pid]["dataset"])
+
+
+def train_inputs(wildcards):
+    run = PLAN.runs[wildcards.run]
+    files = split_files(run["dataset"])
+    files["spec"] = f"{R}/specs/run/{wildcards.run}.json"
+    files["partition"] = f"{R}/partitions/{run['partition_id']}.json"
+    if run["model"].get("pretrained", True):
+        files["backbone"] = backbone_file(run["model"]["backbone"])
+    return files
+
+
+def backbone_arg(wildcards, input):
+    return f"--backbone {input.backbone}" if "backbone" in input.keys() else ""
+
+
+def pretrain_inputs(wildcards):
+    files = split_files(PLAN.backbones[wildcards.backbone]["dataset"])
+    files["spec"] = f"{R}/specs/backbone/{wildcards.backbone}.json"
+    return files
+
+
+def item_inputs(wildcards):
+    key = f"{wildcards.paper}/{wildcards.item}"
+    return {
+        "manifest": f"{R}/specs/item/{key}.json",
+        "metrics": [f"{R}/runs/{r}/metrics.json" for r in PLAN.item_runs(key)],
+        "partitions": [f"{R}/partitions/{p}.json" for p in PLAN.item_partitions(key)],
+    }
+
+
+def claims_inputs(wildcards):
+    items = PLAN.papers[wildcards.paper]
+    return {
+        "spec": f"{R}/specs/claims/{wildcards.paper}.json",
+        "manifests": [f"{R}/specs/item/{wildcards.paper}/{i}.json" for i in items],
+        "metrics": sorted(
+            {f"{R}/runs/{r}/metrics.json" for i in items for r in PLAN.item_runs(f"{wildcards.paper}/{i}")}
+        ),
+    }
+
+
+def item_outputs(paper, item):
+    kind = PLAN.items[f"{paper}/{item}"]["kind"]
+    if kind == "table":
+        return [f"{R}/tables/{paper}/{item}.{ext}" for ext in ("md", "tex", "csv", "html")]
+    return [f"{R}/figures/{paper}/{item}.{ext}" for ext in ("png", "pdf")]
+
+
+def paper_outputs(paper):
+    files = [f for item in PLAN.papers[paper] for f in item_outputs(paper, item)]
+    return files + [f"{R}/claims/{paper}.html"]
+
+
+def item_text(wildcards, key):
+    return PLAN.items[f"{wildcards.paper}/{wildcards.item}"][key]
