@@ -68,9 +68,17 @@ def test_resnet26_release_pth_staged_offline_then_checksum_enforced(tmp_path):
 def test_staged_file_of_another_architecture_is_refused(tmp_path):
     staged = _stage(tmp_path, "resnet26", "model.safetensors")
     save_weights(create_backbone("resnet26_mini", 10), staged)
-    with pytest.raises(ValueError, match="not a resnet26 state dict"):
+    with pytest.raises(ValueError, match="not a resnet26 checkpoint"):
         fetch_backbone("resnet26", tmp_path / "w.safetensors", tmp_path, offline=True)
     assert not (tmp_path / "w.safetensors").exists()
+    assert not staged.with_name("model.safetensors.sha256").exists()  # a bad file is not trusted
+
+
+def test_timm_staged_file_of_another_architecture_names_the_file(tmp_path):
+    staged = _stage(tmp_path, "resnet34.tv_in1k", "model.safetensors")
+    save_weights(create_backbone("resnet_mini", 1000), staged)
+    with pytest.raises(ValueError, match=f"{staged}: not a resnet34.tv_in1k checkpoint"):
+        fetch_backbone("resnet34.tv_in1k", tmp_path / "w.safetensors", tmp_path, offline=True)
 
 
 def test_timm_backbone_from_staged_safetensors(tmp_path):

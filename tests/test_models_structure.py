@@ -45,7 +45,11 @@ def test_vit_b16_in21k_with_and_without_head():
 
 @pytest.mark.parametrize(
     ("name", "total"),
-    [("resnet18.tv_in1k", 11_689_512), ("resnet34.tv_in1k", 21_797_672), ("resnet50.tv_in1k", 25_557_032)],
+    [
+        ("resnet18.tv_in1k", 11_689_512),
+        ("resnet34.tv_in1k", 21_797_672),
+        ("resnet50.tv_in1k", 25_557_032),
+    ],
 )
 def test_torchvision_resnet_sizes(name, total):
     assert count_params(_meta(name, 1000)) == total

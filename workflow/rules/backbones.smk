@@ -28,5 +28,5 @@ rule fetch_backbone:
     params:
         root=DATA_ROOT,
     shell:
-        "python workflow/scripts/fetch_backbone.py --backbone {wildcards.backbone}"
-        " --data-root {params.root} --out {output} > {log} 2>&1"
+        "python workflow/scripts/fetch_backbone.py {wildcards.backbone} {output}"
+        " --data-root {params.root} > {log} 2>&1"

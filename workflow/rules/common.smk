@@ -4,14 +4,14 @@ from pathlib import Path
 
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import build_plan
-from fedrepro.fl.checkpoint import write_json
+from fedrepro.atomic import write_json
 
 try:
     PLAN = build_plan(config, Path(workflow.basedir))
 except ConfigError as err:
     raise SystemExit(f"fedrepro config error: {err}")
 
-validate(config, "config/schema/config.yaml")
+validate(config, "../../config/schema/config.yaml")
 
 SCALE = config["scale"]
 R = f"{config['results']}/{SCALE}"
@@ -43,6 +43,11 @@ def spec_for(kind, name):
 def raw_inputs(wildcards):
     """Paper scale parses downloaded files; mini scale synthesizes from nothing."""
     return [] if SCALE == "mini" else [f"{DATA_ROOT}/{wildcards.dataset}/.fetched"]
+
+
+def data_root_of(wildcards, output):
+    """`data_root` recovered from a `<data_root>/<dataset>/.fetched` flag."""
+    return str(Path(output[0]).parents[1])
 
 
 def data_args(wildcards):

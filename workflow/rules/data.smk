@@ -1,6 +1,8 @@
 rule write_spec:
     output:
         f"{R}/specs/{{kind}}/{{name}}.json",
+    log:
+        f"{R}/logs/specs/{{kind}}/{{name}}.log",
     localrule: True
     wildcard_constraints:
         kind="run|partition|backbone|item|claims",
@@ -21,7 +23,7 @@ rule download_data:
     conda:
         ENV
     params:
-        root=DATA_ROOT,
+        root=data_root_of,
     shell:
         "python workflow/scripts/download_data.py --dataset {wildcards.dataset}"
         " --data-root {params.root} --out-flag {output} > {log} 2>&1"

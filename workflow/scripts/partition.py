@@ -1,23 +1,16 @@
-"""Snakemake ``partition`` step: one partition JSON from the prepared train and test splits."""
-
-from __future__ import annotations
+"""Partition one prepared dataset per client (spec file written by the workflow)."""
 
 import argparse
 import json
+from pathlib import Path
 
 from fedrepro.data.partition import partition_files
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--spec", required=True, help="partition spec as JSON text")
-    parser.add_argument("--train", required=True, help="prepared train split (.safetensors)")
-    parser.add_argument("--test", required=True, help="prepared test split (.safetensors)")
-    parser.add_argument("--out", required=True, help="partition JSON to write")
-    parser.add_argument("--seed", required=True, type=int)
-    args = parser.parse_args()
-    partition_files(json.loads(args.spec), args.train, args.test, args.out, args.seed)
-
-
-if __name__ == "__main__":
-    main()
+p = argparse.ArgumentParser(description=__doc__)
+p.add_argument("--spec", type=Path, required=True, help='JSON {"spec": {...}, "seed": N}')
+p.add_argument("--train", required=True, help="prepared train split (.safetensors)")
+p.add_argument("--test", required=True, help="prepared test split (.safetensors)")
+p.add_argument("--out", required=True, help="partition JSON to write")
+a = p.parse_args()
+job = json.loads(a.spec.read_text())
+partition_files(job["spec"], a.train, a.test, a.out, job["seed"])

@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
-
-def atomic_write(path: Path, write) -> None:
-    """Call `write(tmp_path)`, then rename over `path` (same directory, so atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def write_json(path: Path, obj) -> None:
-    atomic_write(path, lambda p: Path(p).write_text(json.dumps(obj, indent=1, sort_keys=True)))
+from fedrepro.atomic import atomic_write
 
 
 def save_checkpoint(path: Path, state: dict) -> None:

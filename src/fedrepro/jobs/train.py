@@ -11,7 +11,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.fl.checkpoint import atomic_write, write_json
+from fedrepro.atomic import atomic_write, write_json
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.jobs.common import build_model, load_data, pick_device
 

@@ -150,11 +150,15 @@ def staged_candidates(name: str, data_root: StrPath) -> list[Path]:
     return [folder / f for f in files]
 
 
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
 def _verify(path: Path, expected: str | None) -> str:
-    """Check ``path`` against a published sha256 (or prefix) or, lacking one, against the sha256
-    recorded next to it on first use (``<file>.sha256``), recording it if there is none yet."""
+    """sha256 of ``path``, checked against the published sha256 (or its prefix) or, lacking one,
+    against the sha256 recorded next to the file on its first successful fetch."""
     digest = sha256_file(path)
-    record = path.with_name(path.name + ".sha256")
+    record = _record_path(path)
     if expected:
         if not digest.startswith(expected.lower()):
             raise ChecksumError(f"{path}: sha256 {digest} does not match published {expected}")
@@ -162,16 +166,22 @@ def _verify(path: Path, expected: str | None) -> str:
         recorded = record.read_text().split()[0]
         if recorded != digest:
             raise ChecksumError(
-                f"{path}: sha256 {digest} differs from {recorded}, "
-                f"recorded in {record} on first fetch"
+                f"{path}: sha256 {digest} differs from {recorded}, recorded in {record} on "
+                "first fetch; delete that record only if the new file is trusted"
             )
-    else:
-        try:
-            _atomic_write(record, lambda tmp: tmp.write_text(f"{digest}  {path.name}\n"))
-            print(f"{path}: no published checksum; recorded sha256 {digest}", file=sys.stderr)
-        except OSError as err:
-            print(f"{path}: cannot record sha256 {digest} ({err})", file=sys.stderr)
     return digest
+
+
+def _record_first_use(path: Path, digest: str) -> None:
+    """Trust on first use: write ``<file>.sha256`` once the file has loaded as the backbone."""
+    record = _record_path(path)
+    if record.exists():
+        return
+    try:
+        _atomic_write(record, lambda tmp: tmp.write_text(f"{digest}  {path.name}\n"))
+        print(f"{path}: no published checksum; recorded sha256 {digest}", file=sys.stderr)
+    except OSError as err:
+        print(f"{path}: cannot record sha256 {digest} ({err})", file=sys.stderr)
 
 
 def _read_state(path: Path) -> dict[str, torch.Tensor]:
@@ -195,10 +205,7 @@ def _load_own(name: str, path: Path) -> nn.Module:
     head_weight = next(k for k in head_keys(probe) if k.endswith("weight"))
     num_classes = state[head_weight].shape[0] if head_weight in state else 0
     model = create_backbone(name, num_classes=num_classes)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as err:
-        raise ValueError(f"{path}: not a {name} state dict: {err}") from None
+    model.load_state_dict(state, strict=True)
     return model
 
 
@@ -227,8 +234,14 @@ def fetch_backbone(name: str, dest: StrPath, data_root: StrPath, offline: bool =
     if staged is not None:
         is_release = spec.release is not None and staged.name == _basename(spec.release)
         expected = spec.release_sha256 if is_release else None
-        meta.update(staged=str(staged), sha256=_verify(staged, expected))
-        model = _load_staged(name, spec, staged)
+        digest = _verify(staged, expected)
+        try:
+            model = _load_staged(name, spec, staged)
+        except (RuntimeError, KeyError) as err:
+            raise ValueError(f"{staged}: not a {name} checkpoint: {err}") from None
+        if not expected:
+            _record_first_use(staged, digest)
+        meta.update(staged=str(staged), sha256=digest)
     elif offline or spec.timm_id is None:
         raise FileNotFoundError(
             f"{name}: no pre-staged weights (looked for {[str(p) for p in candidates]}); "

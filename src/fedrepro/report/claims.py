@@ -1,8 +1,8 @@
 """Evaluate a paper's headline claims (data, see docs/claims.md) on its numbers and on ours.
 
 A claim selects cells — the per-cell mean (or std) over seeds of one metric — from one or
-more items and tests them: two selections paired on labels (``compare``), one selection
-against a constant (``threshold``), or a selection being the top/bottom of each group
+more items and tests them: two selections paired on labels (``pairwise``), one selection
+against a constant (``constant``), or a selection being the top/bottom of each group
 (``rank``). The same claim runs on the paper's reported numbers and on our runs, so the
 claims table shows at a glance what reproduces.
 """
@@ -24,19 +24,19 @@ from fedrepro.report import results
 from fedrepro.report.output import write_text
 from fedrepro.report.templates import render, scale_note
 
-KINDS = ("compare", "threshold", "rank")
+KINDS = ("pairwise", "constant", "rank")
 COMMON_KEYS = ("id", "text", "kind", "item", "stat", "metric", "note")
 KIND_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "compare": (("left", "right", "pair_on", "test"), ("quantifier",)),
-    "threshold": (("select", "test"), ("quantifier",)),
+    "pairwise": (("left", "right", "pair_on", "test"), ("quantifier",)),
+    "constant": (("select", "test"), ("quantifier",)),
     "rank": (("select",), ("group_by", "among", "rank", "quantifier")),
 }
 QUANTIFIERS = {
-    "compare": ("all", "any", "mean", "most"),
-    "threshold": ("all", "any", "mean", "most"),
+    "pairwise": ("all", "any", "mean", "most"),
+    "constant": ("all", "any", "mean", "most"),
     "rank": ("all", "any", "most"),
 }
-QUANTITIES = {"compare": ("diff", "abs_diff", "ratio"), "threshold": ("value",)}
+QUANTITIES = {"pairwise": ("diff", "abs_diff", "ratio"), "constant": ("value",)}
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
     ">=": operator.ge,
@@ -167,7 +167,7 @@ def parse_claim(raw: Any, index: int) -> Claim:
         test=test,
         left=_selection(cid, "left", raw["left"]) if "left" in raw else {},
         right=_selection(cid, "right", raw["right"]) if "right" in raw else {},
-        pair_on=_label_names(cid, "pair_on", raw.get("pair_on", []), kind != "compare"),
+        pair_on=_label_names(cid, "pair_on", raw.get("pair_on", []), kind != "pairwise"),
         select=_selection(cid, "select", raw["select"]) if "select" in raw else {},
         group_by=_label_names(cid, "group_by", raw.get("group_by", []), True),
         among=_selection(cid, "among", raw.get("among", {})),
@@ -192,20 +192,20 @@ def our_cells(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> pd
 def paper_cells(
     reported: pd.DataFrame | None, item: str, manifest: dict[str, Any] | None
 ) -> pd.DataFrame:
-    """The paper's cells of one item; with a manifest, only label values the item uses
-    (so summary rows such as an "Average difference" column are not mistaken for cells)."""
+    """The paper's cells of one item. With the item's manifest, only label values its runs
+    use are kept: both sides then speak about the same cells, and summary rows (such as an
+    "Average difference" column) drop out."""
     if reported is None or "item" not in reported:
         return pd.DataFrame(columns=["item", "mean", "std", "n"])
-    rows = reported[reported["item"] == item]
-    if manifest is not None:
-        used: dict[str, set[str]] = {}
-        for run in manifest.get("runs", []):
-            for name, value in run.get("labels", {}).items():
-                used.setdefault(name, set()).add(str(value))
-        for name, values in used.items():
-            if name in rows.columns and name != results.SEED_LABEL:
-                rows = rows[rows[name].isin(values)]
     labels = results.reported_label_columns(reported)
+    rows = reported[reported["item"] == item]
+    used: dict[str, set[str]] = {}
+    for run in (manifest or {}).get("runs", []):
+        for name, value in run.get("labels", {}).items():
+            used.setdefault(name, set()).add(str(value))
+    for name, values in used.items():
+        if name in labels:
+            rows = rows[rows[name].isin(values)]
     out = rows[["item", *labels]].copy()
     out["mean"] = rows["value"].astype(float)
     out["std"] = rows["std"].astype(float) if "std" in rows else math.nan
@@ -234,9 +234,12 @@ def _label_cols(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c not in VALUE_COLUMNS]
 
 
-def _describe(row: pd.Series, skip: list[str]) -> str:
-    labels = [str(row[c]) for c in _label_cols(row.to_frame().T) if c not in skip]
-    return "·".join(v for v in labels if v)
+def _names(cells: pd.DataFrame) -> list[str]:
+    """A short name per cell: its labels that vary within ``cells``, joined by ``·``."""
+    varying = [c for c in _label_cols(cells) if cells[c].astype(str).nunique() > 1]
+    if not varying:
+        return ["cell"] * len(cells)
+    return ["·".join(map(str, r)) for r in cells[varying].itertuples(index=False, name=None)]
 
 
 # ---------------------------------------------------------------- quantifiers and kinds
@@ -283,7 +286,7 @@ def _unit_values(frame: pd.DataFrame, keys: list[str], stat: str) -> pd.Series:
     return grouped
 
 
-def _eval_compare(claim: Claim, frame: pd.DataFrame) -> Outcome:
+def _eval_pairwise(claim: Claim, frame: pd.DataFrame) -> Outcome:
     assert claim.test is not None
     missing = [k for k in claim.pair_on if k not in frame.columns]
     if missing:
@@ -296,18 +299,14 @@ def _eval_compare(claim: Claim, frame: pd.DataFrame) -> Outcome:
     holds, summary, detail = _quantify(quantity, claim.test, claim.quantifier, "pair")
     unpaired = len(left.index.union(right.index)) - len(both)
     if unpaired:
-        detail = "; ".join(filter(None, [detail, f"{unpaired} unpaired cells ignored"]))
+        detail = "; ".join(filter(None, [detail, f"{unpaired} unpaired units ignored"]))
     return holds, summary, detail
 
 
-def _eval_threshold(claim: Claim, frame: pd.DataFrame) -> Outcome:
+def _eval_constant(claim: Claim, frame: pd.DataFrame) -> Outcome:
     assert claim.test is not None
     cells = _select(frame, _with_item(claim, claim.select))
-    labels = _label_cols(cells)
-    values = pd.Series(
-        cells[claim.stat].to_numpy(float),
-        index=["·".join(map(str, r)) for r in cells[labels].itertuples(index=False, name=None)],
-    )
+    values = pd.Series(cells[claim.stat].to_numpy(float), index=_names(cells))
     return _quantify(values, claim.test, claim.quantifier, "cell")
 
 
@@ -325,15 +324,16 @@ def _eval_rank(claim: Claim, frame: pd.DataFrame) -> Outcome:
         others = group.drop(index=chosen.index)
         if chosen.empty or others.empty:
             continue
-        top_c = chosen.loc[getattr(chosen[claim.stat], best)()]
-        top_o = others.loc[getattr(others[claim.stat], best)()]
-        ok = bool(better(top_c[claim.stat], top_o[claim.stat]))
+        top_c = getattr(chosen[claim.stat], best)()
+        top_o = getattr(others[claim.stat], best)()
+        ok = bool(better(chosen.loc[top_c, claim.stat], others.loc[top_o, claim.stat]))
         verdicts.append(ok)
         if not ok:
+            names = dict(zip(group.index, _names(group), strict=True))
             name = "·".join(map(str, key)) if isinstance(key, tuple) else str(key)
             fails.append(
-                f"{name}: {_describe(top_o, claim.group_by)} {top_o[claim.stat]:.2f} vs "
-                f"{_describe(top_c, claim.group_by)} {top_c[claim.stat]:.2f}"
+                f"{name}: {names[top_o]} {others.loc[top_o, claim.stat]:.2f} vs "
+                f"{names[top_c]} {chosen.loc[top_c, claim.stat]:.2f}"
             )
     if not verdicts:
         return None, "—", "no group holds both the selected cells and others"
@@ -344,8 +344,8 @@ def _eval_rank(claim: Claim, frame: pd.DataFrame) -> Outcome:
 
 
 EVALUATORS: dict[str, Callable[[Claim, pd.DataFrame], Outcome]] = {
-    "compare": _eval_compare,
-    "threshold": _eval_threshold,
+    "pairwise": _eval_pairwise,
+    "constant": _eval_constant,
     "rank": _eval_rank,
 }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ def _layout_panels(
     frame: pd.DataFrame, panels: list[str]
 ) -> tuple[list[tuple], dict[tuple, tuple[int, int]], int, int]:
     """Panel keys and their (row, col) positions: a grid for two labels, wrapped otherwise."""
-    keys = results.unique_keys(frame, panels) if not frame.empty else [()]
+    if frame.empty:
+        return [], {}, 1, 1
+    keys = results.unique_keys(frame, panels)
     if len(panels) == 2:
         row_vals = list(dict.fromkeys(k[0] for k in keys))
         col_vals = list(dict.fromkeys(k[1] for k in keys))
@@ -82,14 +85,21 @@ def _layout_panels(
     return keys, pos, math.ceil(len(keys) / n_cols) or 1, n_cols
 
 
-def _finish(fig: plt.Figure, axes: np.ndarray, used: set[tuple[int, int]], manifest: dict) -> None:
-    """Title, scale note, and hiding grid cells no panel uses."""
+def _finish(
+    fig: plt.Figure, axes: np.ndarray, used: set[tuple[int, int]], manifest: dict, note: str = ""
+) -> None:
+    """Title with the scale (and any marker legend) beneath it; hide grid cells no panel uses."""
     for (r, c), ax in np.ndenumerate(axes):
         if (r, c) not in used:
             ax.set_visible(False)
-    fig.suptitle(manifest.get("title", manifest.get("item", "")), fontsize=11)
-    note = short_scale_note(manifest.get("scale", "mini"))
-    fig.text(0.995, 0.995, note, ha="right", va="top", fontsize=7, color="0.4")
+    width = max(int(fig.get_figwidth() * 11), 40)
+    title = str(manifest.get("title", manifest.get("item", "")))
+    sub = "; ".join(filter(None, [short_scale_note(manifest.get("scale", "mini")), note]))
+    lines = [
+        textwrap.fill(title, width, break_on_hyphens=False),
+        textwrap.fill(sub, int(width * 1.3), break_on_hyphens=False),
+    ]
+    fig.suptitle("\n".join(lines), fontsize=9.5)
 
 
 def _select(frame: pd.DataFrame, labels: list[str], key: tuple) -> pd.DataFrame:
@@ -116,6 +126,9 @@ def plot_curves(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt
     panels = _labels(spec, "panels", where)
     lines = _labels(spec, "lines", where, required=True)
     style = _labels(spec, "style", where)
+    results.check_cells_unique(
+        results.runs_frame(manifest, runs_dir, "final_acc"), panels + lines + style, where
+    )
     hist = results.history_frame(manifest, runs_dir)
     if not hist.empty and metric not in hist:
         raise ValueError(f"{where}: spec key 'metric': {metric!r} is not a history.csv column")
@@ -168,10 +181,8 @@ def plot_curves(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt
         ax.legend(fontsize=7, loc="best")
     if not keys:
         _empty_panel(axes[0, 0], "no finished runs")
-    if marked:
-        note = "× non-finite / diverged round (drawn as 0)"
-        fig.text(0.005, 0.995, note, ha="left", va="top", fontsize=7, color="0.3")
-    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
+    note = "× = non-finite / diverged round, drawn as 0" if marked else ""
+    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest, note)
     return fig
 
 
@@ -231,9 +242,7 @@ def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.F
     bars = _labels(spec, "bars", where)
     panels = _labels(spec, "panels", where)
     runs = results.runs_frame(manifest, runs_dir, metric)
-    for name in panels + groups + bars:
-        if not runs.empty and name not in runs:
-            raise ValueError(f"{where}: spec label {name!r} is not a label of the manifest runs")
+    results.check_cells_unique(runs, panels + groups + bars, where)
     stats = results.cell_stats(runs, panels + groups + bars) if not runs.empty else runs
     keys, pos, n_rows, n_cols = _layout_panels(stats, panels)
     fig, axes = _panel_grid(n_rows, n_cols)

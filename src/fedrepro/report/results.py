@@ -31,13 +31,19 @@ def read_metrics(runs_dir: str | Path, run_id: str) -> dict[str, Any] | None:
         return None
 
 
-def metric_value(metrics: dict[str, Any], key: str) -> float:
-    """Look up ``key`` (dotted path, e.g. ``comm.total_bytes``); missing/null/non-number → NaN."""
+def _lookup(metrics: dict[str, Any], key: str) -> tuple[bool, Any]:
+    """(found, value) for a dotted key such as ``comm.total_bytes``."""
     node: Any = metrics
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            return math.nan
+            return False, None
         node = node[part]
+    return True, node
+
+
+def metric_value(metrics: dict[str, Any], key: str) -> float:
+    """Look up ``key`` (dotted path, e.g. ``comm.total_bytes``); missing/null/non-number → NaN."""
+    _, node = _lookup(metrics, key)
     try:
         return float(node)
     except (TypeError, ValueError):
@@ -56,7 +62,7 @@ def runs_frame(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> p
     """One row per manifest run: its labels, ``run_id``, ``present``, ``value``, ``diverged``.
 
     A run without metrics.json is kept (``present`` False, value NaN) so that a table
-    shows a dash for it instead of failing. A non-finite value counts as diverged.
+    shows a dash for it instead of failing. A recorded non-finite value counts as diverged.
     """
     names = _label_names(manifest)
     records = []
@@ -64,8 +70,11 @@ def runs_frame(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> p
         labels = run.get("labels", {})
         metrics = read_metrics(runs_dir, run["id"])
         value = math.nan if metrics is None else metric_value(metrics, metric)
+        # a recorded but non-finite value (NaN, or null in strict JSON) is a divergence;
+        # a key the run does not report is just missing
+        recorded = metrics is not None and _lookup(metrics, metric)[0]
         diverged = metrics is not None and (
-            bool(metrics.get("diverged", False)) or not math.isfinite(value)
+            bool(metrics.get("diverged", False)) or (recorded and not math.isfinite(value))
         )
         record = {name: labels.get(name) for name in names}
         record.update(run_id=run["id"], present=metrics is not None, value=value, diverged=diverged)
@@ -101,10 +110,16 @@ def cell_stats(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 
 
 def check_cells_unique(runs: pd.DataFrame, by: Sequence[str], context: str) -> None:
-    """Raise when runs of one cell differ in a label other than the seed (a spec error)."""
-    others = [c for c in runs.columns[: list(runs.columns).index("run_id")] if c not in by]
-    others = [c for c in others if c != SEED_LABEL]
-    if not others or runs.empty:
+    """Raise when ``by`` names a label the runs lack, or when runs of one cell differ in a
+    label other than the seed (they would be silently pooled as if they were seeds)."""
+    if runs.empty:
+        return
+    labels = list(runs.columns[: list(runs.columns).index("run_id")])
+    for name in by:
+        if name not in labels:
+            raise ValueError(f"{context}: spec label {name!r} is not a label of the manifest runs")
+    others = [c for c in labels if c not in by and c != SEED_LABEL]
+    if not others:
         return
     grouped = runs.groupby(list(by), sort=False, dropna=False) if by else [(None, runs)]
     for _, group in grouped:
@@ -112,7 +127,7 @@ def check_cells_unique(runs: pd.DataFrame, by: Sequence[str], context: str) -> N
             if group[col].astype(str).nunique() > 1:
                 raise ValueError(
                     f"{context}: runs of one cell differ in label {col!r}; "
-                    f"add it to the rows/columns or drop it from the manifest"
+                    "add it to the spec's rows/columns/panels/lines or drop it from the manifest"
                 )
 
 

@@ -10,8 +10,9 @@ Item spec keys (``manifest["spec"]``):
     metrics.json key or dotted path (``final_acc``, ``best_acc``, ``comm.total_bytes``).
 ``fmt``
     Python format for numbers, default ``"{:.2f}"``.
-``metric_label`` / ``caption``
-    optional wording: how the metric is named, extra caption text.
+``metric_label`` / ``accuracy`` / ``caption``
+    optional wording: how the metric is named, which accuracy it is (e.g.
+    ``final-round``), extra caption text.
 ``diff``
     optional list of difference columns ``{name, label, minuend, subtrahend, pm,
     reported}``: for each row, the mean over the other column labels of
@@ -138,12 +139,11 @@ def _diff_cell(
             pairs.append((a, b))
     if not pairs:
         return {"mean": math.nan, "std": math.nan, "n": 0, "expected": len(lefts)}
-    mean = sum(a["mean"] - b["mean"] for a, b in pairs) / len(pairs)
+    n = len(pairs)
+    mean = sum(a["mean"] - b["mean"] for a, b in pairs) / n
     std = math.nan
     if diff.pm == "std_diff":
-        std = sum(a["std"] for a, _ in pairs) / len(pairs) - sum(b["std"] for _, b in pairs) / len(
-            pairs
-        )
+        std = sum(a["std"] for a, _ in pairs) / n - sum(b["std"] for _, b in pairs) / n
     return {"mean": mean, "std": std, "n": len(pairs), "expected": len(lefts)}
 
 
@@ -160,12 +160,9 @@ def build_table(
     diffs = _parse_diffs(spec, columns, where)
 
     runs = results.runs_frame(manifest, runs_dir, metric)
-    for name in rows + columns:
-        if not runs.empty and name not in runs.columns:
-            raise ValueError(f"{where}: spec label {name!r} is not a label of the manifest runs")
+    results.check_cells_unique(runs, rows + columns, where)
     if runs.empty:
         runs = runs.reindex(columns=[*rows, *columns, *runs.columns])
-    results.check_cells_unique(runs, rows + columns, where)
     stats_frame = results.cell_stats(runs, rows + columns)
     stats = {
         tuple(rec[: len(rows + columns)]): dict(zip(stats_frame.columns, rec, strict=True))
@@ -175,58 +172,48 @@ def build_table(
     col_keys = results.unique_keys(runs, columns) if not runs.empty else []
     item = manifest.get("item", "")
 
+    def record(labels: dict[str, Any], column: str, kind: str, cell: dict[str, Any], text: str,
+               paper: tuple[float, float] | None) -> dict[str, Any]:  # fmt: skip
+        return {
+            **labels,
+            "column": column,
+            "kind": kind,
+            "n": cell["n"],
+            "n_finite": cell["n_finite"],
+            "mean": cell["mean"],
+            "std": cell["std"],
+            "diverged": bool(cell["diverged"]),
+            "text": text,
+            "paper_value": paper[0] if paper else math.nan,
+            "paper_std": paper[1] if paper else math.nan,
+            "paper_text": _fmt_pm(*paper, fmt) if paper else "",
+        }
+
+    empty = {"n": 0, "n_finite": 0, "mean": math.nan, "std": math.nan, "diverged": False}
     records = []
     for row_key in row_keys:
         row_labels = dict(zip(rows, row_key, strict=True))
         for col_key in col_keys:
-            col_labels = dict(zip(columns, col_key, strict=True))
+            col_labels = {c: str(v) for c, v in zip(columns, col_key, strict=True)}
             st = stats.get((*row_key, *col_key))
-            paper = results.lookup_reported(reported, item, {**row_labels, **col_labels})
             text = MISSING if st is None else _fmt_pm(st["mean"], st["std"], fmt)
             if st is not None and st["diverged"]:
                 text += DAGGER
             if st is not None and 0 < st["n_present"] < st["n"]:
                 text += PARTIAL
-            records.append(
-                {
-                    **row_labels,
-                    **{c: str(v) for c, v in col_labels.items()},
-                    "column": " / ".join(str(v) for v in col_key),
-                    "kind": "measured",
-                    "n": 0 if st is None else st["n"],
-                    "n_finite": 0 if st is None else st["n_finite"],
-                    "mean": math.nan if st is None else st["mean"],
-                    "std": math.nan if st is None else st["std"],
-                    "diverged": False if st is None else bool(st["diverged"]),
-                    "text": text,
-                    "paper_value": paper[0] if paper else math.nan,
-                    "paper_std": paper[1] if paper else math.nan,
-                    "paper_text": _fmt_pm(*paper, fmt) if paper else "",
-                }
-            )
+            paper = results.lookup_reported(reported, item, {**row_labels, **col_labels})
+            column = " / ".join(col_labels.values())
+            labels = {**row_labels, **col_labels}
+            records.append(record(labels, column, "measured", st or empty, text, paper))
         for diff in diffs:
             d = _diff_cell(stats, row_key, col_keys, columns, diff)
-            paper = results.lookup_reported(reported, item, {**row_labels, **diff.reported})
             text = _fmt_pm(d["mean"], d["std"], fmt)
             if 0 < d["n"] < d["expected"]:
                 text += PARTIAL
-            records.append(
-                {
-                    **row_labels,
-                    **dict.fromkeys(columns, ""),
-                    "column": diff.name,
-                    "kind": "diff",
-                    "n": d["n"],
-                    "n_finite": d["n"],
-                    "mean": d["mean"],
-                    "std": d["std"],
-                    "diverged": False,
-                    "text": text,
-                    "paper_value": paper[0] if paper else math.nan,
-                    "paper_std": paper[1] if paper else math.nan,
-                    "paper_text": _fmt_pm(*paper, fmt) if paper else "",
-                }
-            )
+            paper = results.lookup_reported(reported, item, {**row_labels, **diff.reported})
+            cell = {**d, "n_finite": d["n"], "diverged": False}
+            labels = {**row_labels, **dict.fromkeys(columns, "")}
+            records.append(record(labels, diff.name, "diff", cell, text, paper))
     frame = pd.DataFrame.from_records(
         records,
         columns=[*rows, *columns, "column", "kind", "n", "n_finite", "mean", "std", "diverged"]
@@ -297,9 +284,11 @@ def _caption_lines(
     measured = frame[frame["kind"] == "measured"]
     seeds = sorted(set(measured["n"].tolist()) - {0})
     n_text = "–".join(str(s) for s in (seeds[:1] + seeds[-1:] if len(seeds) > 1 else seeds))
+    accuracy = f" — {spec['accuracy']} accuracy" if spec.get("accuracy") else ""
     lines = [
-        f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`); each cell is "
-        f"the mean ± sample standard deviation (ddof=1) over seeds (n = {n_text or 0} per cell)."
+        f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`){accuracy}; each "
+        f"cell is the mean ± sample standard deviation (ddof=1) over seeds "
+        f"(n = {n_text or 0} per cell)."
     ]
     if reported:
         lines.append("[paper …] is the value the paper reports for the same cell.")

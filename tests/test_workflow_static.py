@@ -1,0 +1,55 @@
+"""The workflow parses, lints, validates its config and expands the paper-scale DAG offline."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.workflow_helpers import copy_workflow, snakemake
+
+
+def test_lint_is_clean():
+    res = snakemake("--lint")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_paper_scale_dag_expands_offline():
+    res = snakemake("adapters_table1", "-n", "--configfile", "config/paper.yaml")
+    assert res.returncode == 0, res.stderr
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", res.stdout, re.M))
+    # Table I, w/o adapter half: 3 datasets × 5 partitions × 3 algorithms × 5 seeds
+    assert int(counts["train"]) == 225
+    assert int(counts["download_data"]) == 3 and int(counts["fetch_backbone"]) == 1
+
+
+def test_target_rules_per_item_and_paper():
+    res = snakemake("--list-target-rules")
+    names = set(res.stdout.split())
+    assert {"all", "adapters", "adapters_table1", "adapters_fig4", "adapters_fig5"} <= names
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        (["scale=huge"], "config.scale: 'huge' is not allowed (allowed: mini, paper)"),
+        (["papers=[nosuchpaper]"], "config.papers.0"),
+        (["threads=0"], "config.threads"),
+        (["device=tpu"], "config.device"),
+        (["colour=blue"], "config.colour: unknown key"),
+    ],
+)
+def test_bad_config_stops_with_one_line(override, needle):
+    res = snakemake("-n", "--config", *override)
+    assert res.returncode != 0
+    lines = [ln for ln in res.stderr.splitlines() if "fedrepro config error" in ln]
+    assert len(lines) == 1 and needle in lines[0], res.stderr
+
+
+def test_bad_experiment_value_names_the_key(tmp_path):
+    wf = copy_workflow(tmp_path)
+    exp = wf / "config" / "experiments" / "adapters.yaml"
+    exp.write_text(exp.read_text().replace("lr: 0.1\n", "lr: -0.1\n", 1))
+    res = snakemake("-n", cwd=wf)
+    assert res.returncode != 0
+    assert "train.lr" in res.stderr and "fedrepro config error" in res.stderr

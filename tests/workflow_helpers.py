@@ -1,0 +1,34 @@
+"""Run Snakemake as a user would (a subprocess in a copy of the workflow)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
+    return e
+
+
+def snakemake(*args: str, cwd: Path = REPO, timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "snakemake"), *args]
+    return subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A private copy of everything the workflow reads, so tests never touch results/."""
+    for name in ("Snakefile", "workflow", "config", "report", "profiles", "envs"):
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
