@@ -31,7 +31,7 @@ def problem(num_clients=4, per_client=24, seed=0, sizes=None):
     sizes = sizes or [per_client] * num_clients
     n = sum(sizes)
     labels = torch.randint(0, 3, (n,), generator=gen)
-    images = (torch.rand(n, 6, 6, 3, generator=gen) * 80 + labels[:, None, None, None] * 60)
+    images = torch.rand(n, 6, 6, 3, generator=gen) * 80 + labels[:, None, None, None] * 60
     data = DeviceData(images.to(torch.uint8), labels)
     bounds = torch.tensor([0, *sizes]).cumsum(0).tolist()
     idx = [torch.arange(bounds[i], bounds[i + 1]) for i in range(num_clients)]

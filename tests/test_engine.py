@@ -73,7 +73,11 @@ def test_nan_update_kept_propagates_and_is_recorded():
 
 
 def test_lr_schedules():
-    t = {"lr": 0.1, "rounds": 50, "schedule": {"kind": "milestones", "milestones": [30], "gamma": 0.1}}
+    t = {
+        "lr": 0.1,
+        "rounds": 50,
+        "schedule": {"kind": "milestones", "milestones": [30], "gamma": 0.1},
+    }
     assert lr_at(t, 30) == pytest.approx(0.1) and lr_at(t, 31) == pytest.approx(0.01)
     c = {"lr": 1.0, "rounds": 10, "schedule": {"kind": "cosine"}}
     assert lr_at(c, 1) == 1.0 and lr_at(c, 10) < 0.05

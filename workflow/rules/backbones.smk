@@ -9,10 +9,11 @@ rule pretrain_backbone:
     conda:
         ENV
     params:
+        spec=lambda wildcards: json.dumps(PLAN.backbones[wildcards.backbone]),
         job=JOB,
     shell:
         "python workflow/scripts/pretrain_backbone.py --backbone {wildcards.backbone}"
-        " --spec {input.spec} --data-dir $(dirname {input.train}) --out {output}"
+        " --spec-json {params.spec:q} --data-dir $(dirname {input.train}) --out {output}"
         " {params.job} > {log} 2>&1"
 
 

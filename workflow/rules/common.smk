@@ -4,7 +4,6 @@ from pathlib import Path
 
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import build_plan
-from fedrepro.atomic import write_json
 
 try:
     PLAN = build_plan(config, Path(workflow.basedir))
@@ -27,17 +26,6 @@ wildcard_constraints:
     backbone=r"[A-Za-z0-9_.\-]+",
     paper=r"[a-z0-9_]+",
     item=r"[A-Za-z0-9_]+",
-
-
-def spec_for(kind, name):
-    """The JSON-able spec a `write_spec` job writes for (kind, name)."""
-    return {
-        "run": PLAN.runs,
-        "partition": PLAN.partitions,
-        "backbone": PLAN.backbones,
-        "item": PLAN.items,
-        "claims": PLAN.claims,
-    }[kind][name]
 
 
 def raw_inputs(wildcards):
@@ -73,7 +61,6 @@ def partition_inputs(wildcards):
 def train_inputs(wildcards):
     run = PLAN.runs[wildcards.run]
     files = split_files(run["dataset"])
-    files["spec"] = f"{R}/specs/run/{wildcards.run}.json"
     files["partition"] = f"{R}/partitions/{run['partition_id']}.json"
     if run["model"].get("pretrained", True):
         files["backbone"] = backbone_file(run["model"]["backbone"])
@@ -86,14 +73,12 @@ def backbone_arg(wildcards, input):
 
 def pretrain_inputs(wildcards):
     files = split_files(PLAN.backbones[wildcards.backbone]["dataset"])
-    files["spec"] = f"{R}/specs/backbone/{wildcards.backbone}.json"
     return files
 
 
 def item_inputs(wildcards):
     key = f"{wildcards.paper}/{wildcards.item}"
     return {
-        "manifest": f"{R}/specs/item/{key}.json",
         "metrics": [f"{R}/runs/{r}/metrics.json" for r in PLAN.item_runs(key)],
         "partitions": [f"{R}/partitions/{p}.json" for p in PLAN.item_partitions(key)],
     }
@@ -102,12 +87,18 @@ def item_inputs(wildcards):
 def claims_inputs(wildcards):
     items = PLAN.papers[wildcards.paper]
     return {
-        "spec": f"{R}/specs/claims/{wildcards.paper}.json",
-        "manifests": [f"{R}/specs/item/{wildcards.paper}/{i}.json" for i in items],
         "metrics": sorted(
             {f"{R}/runs/{r}/metrics.json" for i in items for r in PLAN.item_runs(f"{wildcards.paper}/{i}")}
         ),
     }
+
+
+def item_manifest(wildcards):
+    return PLAN.items[f"{wildcards.paper}/{wildcards.item}"]
+
+
+def claims_manifests(wildcards):
+    return {i: PLAN.items[f"{wildcards.paper}/{i}"] for i in PLAN.papers[wildcards.paper]}
 
 
 def item_outputs(paper, item):

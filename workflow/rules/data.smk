@@ -1,18 +1,3 @@
-rule write_spec:
-    output:
-        f"{R}/specs/{{kind}}/{{name}}.json",
-    log:
-        f"{R}/logs/specs/{{kind}}/{{name}}.log",
-    localrule: True
-    wildcard_constraints:
-        kind="run|partition|backbone|item|claims",
-        name=r"[A-Za-z0-9_.\-/]+",
-    params:
-        spec=lambda wildcards: spec_for(wildcards.kind, wildcards.name),
-    run:
-        write_json(output[0], params.spec)
-
-
 rule download_data:
     output:
         touch(f"{DATA_ROOT}/{{dataset}}/.fetched"),
@@ -52,13 +37,14 @@ rule prepare_data:
 rule partition:
     input:
         unpack(partition_inputs),
-        spec=f"{R}/specs/partition/{{pid}}.json",
     output:
         f"{R}/partitions/{{pid}}.json",
     log:
         f"{R}/logs/partition/{{pid}}.log",
     conda:
         ENV
+    params:
+        spec=lambda wildcards: json.dumps(PLAN.partitions[wildcards.pid]),
     shell:
-        "python workflow/scripts/partition.py --spec {input.spec} --train {input.train}"
+        "python workflow/scripts/partition.py --spec-json {params.spec:q} --train {input.train}"
         " --test {input.test} --out {output} > {log} 2>&1"

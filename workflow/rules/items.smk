@@ -17,12 +17,12 @@ rule table:
     conda:
         ENV
     params:
+        manifest=item_manifest,
         title=lambda wildcards: item_text(wildcards, "title"),
         caption=lambda wildcards: item_text(wildcards, "caption"),
         runs=f"{R}/runs",
-    shell:
-        "python workflow/scripts/make_table.py --manifest {input.manifest} --runs-dir {params.runs}"
-        " --out-prefix $(dirname {output.md})/{wildcards.item} > {log} 2>&1"
+    script:
+        "../scripts/make_table.py"
 
 
 rule figure:
@@ -42,14 +42,13 @@ rule figure:
     conda:
         ENV
     params:
+        manifest=item_manifest,
         title=lambda wildcards: item_text(wildcards, "title"),
         caption=lambda wildcards: item_text(wildcards, "caption"),
         runs=f"{R}/runs",
         partitions=f"{R}/partitions",
-    shell:
-        "python workflow/scripts/make_figure.py --manifest {input.manifest} --runs-dir {params.runs}"
-        " --partitions-dir {params.partitions} --out-prefix $(dirname {output.png})/{wildcards.item}"
-        " > {log} 2>&1"
+    script:
+        "../scripts/make_figure.py"
 
 
 rule claims:
@@ -57,6 +56,7 @@ rule claims:
         unpack(claims_inputs),
     output:
         csv=f"{R}/claims/{{paper}}.csv",
+        md=f"{R}/claims/{{paper}}.md",
         html=report(
             f"{R}/claims/{{paper}}.html",
             caption="../../report/claims.rst",
@@ -69,8 +69,8 @@ rule claims:
     conda:
         ENV
     params:
+        spec=lambda wildcards: PLAN.claims[wildcards.paper],
+        manifests=claims_manifests,
         runs=f"{R}/runs",
-    shell:
-        "python workflow/scripts/make_claims.py --spec {input.spec} --manifests {input.manifests}"
-        " --runs-dir {params.runs} --out-prefix $(dirname {output.csv})/{wildcards.paper}"
-        " > {log} 2>&1"
+    script:
+        "../scripts/make_claims.py"

@@ -2,6 +2,7 @@ rule train:
     input:
         unpack(train_inputs),
     output:
+        config=f"{R}/runs/{{run}}/config.json",
         metrics=f"{R}/runs/{{run}}/metrics.json",
         history=f"{R}/runs/{{run}}/history.csv",
         state=f"{R}/runs/{{run}}/state.safetensors",
@@ -13,9 +14,10 @@ rule train:
     conda:
         ENV
     params:
+        spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
         backbone=backbone_arg,
         job=JOB,
     shell:
-        "python workflow/scripts/train.py --config {input.spec} --data-dir $(dirname {input.train})"
+        "python workflow/scripts/train.py --config-json {params.spec:q} --data-dir $(dirname {input.train})"
         " --partition {input.partition} --out-dir $(dirname {output.metrics}) {params.backbone}"
         " {params.job} > {log} 2>&1"

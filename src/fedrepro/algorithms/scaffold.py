@@ -43,9 +43,7 @@ class Scaffold(Algorithm):
         y = take(ctx.model, self.shared)
         ci = self._ci(ctx.client)
         scale = 1.0 / (max(ctx.steps, 1) * ctx.lr)
-        new_ci = {
-            k: ci[k] - self.c[k] + (ctx.received[k] - y[k]) * scale for k in self.keys
-        }
+        new_ci = {k: ci[k] - self.c[k] + (ctx.received[k] - y[k]) * scale for k in self.keys}
         delta = {k: new_ci[k] - ci[k] for k in self.keys}
         self.ci[ctx.client] = new_ci
         return Payload(ctx.client, ctx.num_samples, ctx.steps, y, extra=delta)

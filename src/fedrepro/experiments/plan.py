@@ -127,13 +127,17 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
 
 
 def _selected(labels: dict, where: dict | None) -> bool:
-    return all(labels.get(k) in (v if isinstance(v, list) else [v]) for k, v in (where or {}).items())
+    return all(
+        labels.get(k) in (v if isinstance(v, list) else [v]) for k, v in (where or {}).items()
+    )
 
 
 def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) -> dict:
     run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
     dataset = run["dataset"]
-    run["data"] = deep_merge(scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {}))
+    run["data"] = deep_merge(
+        scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {})
+    )
     backbone = run["model"]["backbone"]
     mapping = scale_cfg.get("backbones", {})
     if plan.scale == "mini":

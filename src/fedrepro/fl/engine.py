@@ -183,7 +183,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r) -> dic
             per_client.append(predict(model, test, idx, gen, clients.transforms[k]))
     n = sum(len(c) for c, _ in per_client)
     hits = sum(float(c.sum()) for c, _ in per_client)
-    loss = sum(float(l.sum()) for _, l in per_client)
+    loss = sum(float(losses.sum()) for _, losses in per_client)
     accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
     return {
         "acc": 100.0 * hits / max(n, 1),

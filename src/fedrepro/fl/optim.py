@@ -26,7 +26,9 @@ def lr_at(train: dict, round_idx: int) -> float:
         total = max(int(train["rounds"]), 1)
         floor = float(sched.get("min_lr", 0.0))
         return floor + (base - floor) * 0.5 * (1 + math.cos(math.pi * done / total))
-    raise ValueError(f"train.schedule.kind: unknown '{kind}' (allowed: constant, milestones, cosine)")
+    raise ValueError(
+        f"train.schedule.kind: unknown '{kind}' (allowed: constant, milestones, cosine)"
+    )
 
 
 def make_optimizer(params: list[torch.nn.Parameter], train: dict, lr: float):

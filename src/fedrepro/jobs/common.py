@@ -37,7 +37,10 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
     """The backbone with a seeded head; pretrained weights loaded without the old head."""
     torch.manual_seed(seed)
     model = create_backbone(
-        model_cfg["backbone"], num_classes=num_classes, in_chans=3, img_size=model_cfg.get("img_size")
+        model_cfg["backbone"],
+        num_classes=num_classes,
+        in_chans=3,
+        img_size=model_cfg.get("img_size"),
     )
     if weights is not None:
         load_weights(model, weights, skip_head=True)

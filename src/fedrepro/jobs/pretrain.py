@@ -39,7 +39,12 @@ def pretrain_backbone(
         _, loss = train_epochs(model, train, idx, {**cfg, "optimizer": "sgd"}, cfg["lr"], 1, gen)
         correct, _ = predict(model, test, torch.arange(len(test.labels), device=dev))
         acc = 100.0 * float(correct.float().mean())
-        print(f"pretrain {backbone} epoch {epoch}: loss={loss:.3f} test acc={acc:.1f}% "
-              f"({time.perf_counter() - t0:.1f}s)", flush=True)
-    save_weights(model, out, meta={"backbone": backbone, "source": str(data_dir), "acc": f"{acc:.2f}"})
+        print(
+            f"pretrain {backbone} epoch {epoch}: loss={loss:.3f} test acc={acc:.1f}% "
+            f"({time.perf_counter() - t0:.1f}s)",
+            flush=True,
+        )
+    save_weights(
+        model, out, meta={"backbone": backbone, "source": str(data_dir), "acc": f"{acc:.2f}"}
+    )
     return acc

@@ -15,14 +15,13 @@ from fedrepro.atomic import atomic_write, write_json
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.jobs.common import build_model, load_data, pick_device
 
-HISTORY_COLUMNS = [
-    "round", "acc", "acc_mean", "loss", "lr", "clients", "up_bytes", "down_bytes", "seconds", "diverged",
-    "excluded",
-]  # fmt: skip
+HISTORY_COLUMNS = (
+    "round acc acc_mean loss lr clients up_bytes down_bytes seconds diverged excluded".split()
+)
 
 
 def train_run(
-    config: Path,
+    cfg: dict,
     data_dir: Path,
     partition: Path,
     out_dir: Path,
@@ -30,13 +29,18 @@ def train_run(
     device: str = "auto",
     threads: int = 1,
 ) -> dict:
-    """Train (or resume) the run described by `config`; write its result files atomically."""
+    """Train (or resume) the run described by `cfg`; write its result files atomically.
+
+    The resolved config is written first, so a run directory always says what it holds.
+    """
     t0 = time.perf_counter()
-    cfg = json.loads(Path(config).read_text())
     out_dir = Path(out_dir)
+    write_json(out_dir / "config.json", cfg)
     dev = pick_device(device, threads)
     img_size = cfg["model"].get("img_size")
-    train_split, train = load_data(Path(data_dir) / "train.safetensors", dev, img_size, cfg["train"])
+    train_split, train = load_data(
+        Path(data_dir) / "train.safetensors", dev, img_size, cfg["train"]
+    )
     _, test = load_data(Path(data_dir) / "test.safetensors", dev, img_size)
     part = json.loads(Path(partition).read_text())
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
