@@ -20,6 +20,7 @@ rule all:
     default_target: True
     input:
         [f for paper in PLAN.papers for f in paper_outputs(paper)],
+        [f"{R}/partitions/{pid}.png" for pid in PLAN.partitions],
     localrule: True
 
 

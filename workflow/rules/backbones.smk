@@ -5,16 +5,16 @@ rule pretrain_backbone:
         f"{R}/backbones/pretrained/{{backbone}}.safetensors",
     log:
         f"{R}/logs/backbones/{{backbone}}.log",
-    threads: 2
     conda:
         ENV
+    threads: 2
     params:
         spec=lambda wildcards: json.dumps(PLAN.backbones[wildcards.backbone]),
-        job=JOB,
+        device=DEVICE,
     shell:
         "python workflow/scripts/pretrain_backbone.py --backbone {wildcards.backbone}"
         " --spec-json {params.spec:q} --data-dir $(dirname {input.train}) --out {output}"
-        " {params.job} > {log} 2>&1"
+        " --device {params.device} --threads {threads} > {log} 2>&1"
 
 
 rule fetch_backbone:
@@ -22,8 +22,8 @@ rule fetch_backbone:
         f"{R}/backbones/fetched/{{backbone}}.safetensors",
     log:
         f"{R}/logs/backbones/{{backbone}}.log",
-    localrule: True
     retries: 2
+    localrule: True
     conda:
         ENV
     params:

@@ -16,7 +16,7 @@ SCALE = config["scale"]
 R = f"{config['results']}/{SCALE}"
 DATA_ROOT = config["data_root"]
 ENV = "../../envs/fedrepro.yaml"
-JOB = f"--device {config['device']} --threads {config['threads']}"
+DEVICE = config["device"]
 
 
 wildcard_constraints:
@@ -88,7 +88,11 @@ def claims_inputs(wildcards):
     items = PLAN.papers[wildcards.paper]
     return {
         "metrics": sorted(
-            {f"{R}/runs/{r}/metrics.json" for i in items for r in PLAN.item_runs(f"{wildcards.paper}/{i}")}
+            {
+                f"{R}/runs/{r}/metrics.json"
+                for i in items
+                for r in PLAN.item_runs(f"{wildcards.paper}/{i}")
+            }
         ),
     }
 
@@ -99,6 +103,21 @@ def item_manifest(wildcards):
 
 def claims_manifests(wildcards):
     return {i: PLAN.items[f"{wildcards.paper}/{i}"] for i in PLAN.papers[wildcards.paper]}
+
+
+def partition_manifest(wildcards):
+    """A one-partition figure item: every partition gets its label histogram."""
+    part = PLAN.partitions[wildcards.pid]
+    return {
+        "paper": "partitions",
+        "item": wildcards.pid,
+        "kind": "figure",
+        "title": f"{part['dataset']}: {part['spec']['scheme']}, {part['spec']['clients']} clients",
+        "scale": SCALE,
+        "spec": {"figure": "partition_hist"},
+        "runs": [],
+        "partitions": [{"id": wildcards.pid, "labels": {"seed": part["seed"]}}],
+    }
 
 
 def item_outputs(paper, item):

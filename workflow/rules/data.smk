@@ -3,8 +3,8 @@ rule download_data:
         touch(f"{DATA_ROOT}/{{dataset}}/.fetched"),
     log:
         f"{R}/logs/download/{{dataset}}.log",
-    localrule: True
     retries: 2
+    localrule: True
     conda:
         ENV
     params:
@@ -48,3 +48,21 @@ rule partition:
     shell:
         "python workflow/scripts/partition.py --spec-json {params.spec:q} --train {input.train}"
         " --test {input.test} --out {output} > {log} 2>&1"
+
+
+rule partition_figure:
+    input:
+        f"{R}/partitions/{{pid}}.json",
+    output:
+        png=f"{R}/partitions/{{pid}}.png",
+        pdf=f"{R}/partitions/{{pid}}.pdf",
+    log:
+        f"{R}/logs/partition/{{pid}}.figure.log",
+    conda:
+        ENV
+    params:
+        manifest=partition_manifest,
+        runs=f"{R}/runs",
+        partitions=lambda wildcards, input: str(Path(input[0]).parent),
+    script:
+        "../scripts/make_figure.py"

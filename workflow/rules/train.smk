@@ -8,16 +8,16 @@ rule train:
         state=f"{R}/runs/{{run}}/state.safetensors",
     log:
         f"{R}/logs/train/{{run}}.log",
-    threads: 1
-    resources:
-        gpu=config["gpus_per_train"],
     conda:
         ENV
+    threads: config["threads"]
+    resources:
+        gpu=config["gpus_per_train"],
     params:
         spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
         backbone=backbone_arg,
-        job=JOB,
+        device=DEVICE,
     shell:
         "python workflow/scripts/train.py --config-json {params.spec:q} --data-dir $(dirname {input.train})"
         " --partition {input.partition} --out-dir $(dirname {output.metrics}) {params.backbone}"
-        " {params.job} > {log} 2>&1"
+        " --device {params.device} --threads {threads} > {log} 2>&1"

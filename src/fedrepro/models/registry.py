@@ -13,10 +13,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import timm
-from timm.models.resnet import BasicBlock as TimmBasicBlock
-from timm.models.resnet import ResNet
-from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from fedrepro.models.cnn import FedIconCNN, SimpleCNN
@@ -181,17 +177,25 @@ Builder = Callable[[BackboneSpec, int, int, int], nn.Module]
 
 
 def _build_vit(spec: BackboneSpec, num_classes: int, in_chans: int, img_size: int) -> nn.Module:
+    import timm  # imported on use: ~2 s that jobs on our own networks skip
+
     args = {"num_classes": num_classes, "in_chans": in_chans, "img_size": img_size}
     if spec.timm_id:
         return timm.create_model(spec.timm_id, pretrained=False, **args)
+    from timm.models.vision_transformer import VisionTransformer
+
     return VisionTransformer(**spec.kwargs, **args)
 
 
 def _build_resnet(spec: BackboneSpec, num_classes: int, in_chans: int, img_size: int) -> nn.Module:
+    import timm  # imported on use (see _build_vit)
+
     args = {"num_classes": num_classes, "in_chans": in_chans}
     if spec.timm_id:
         return timm.create_model(spec.timm_id, pretrained=False, **args)
-    return ResNet(block=TimmBasicBlock, **spec.kwargs, **args)
+    from timm.models.resnet import BasicBlock, ResNet
+
+    return ResNet(block=BasicBlock, **spec.kwargs, **args)
 
 
 _BUILDERS: dict[str, Builder] = {

@@ -15,11 +15,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import timm
 import torch
 from safetensors.torch import load_file, save_file
-from timm.layers import resample_abs_pos_embed
-from timm.models import adapt_input_conv
 from torch import nn
 
 from fedrepro.models.registry import BackboneSpec, create_backbone, get_spec, head_keys
@@ -115,6 +112,9 @@ def _adapt(
     model: nn.Module, key: str, tensor: torch.Tensor, want: torch.Size
 ) -> torch.Tensor | None:
     """The tensor reshaped for the model where a standard conversion exists, else None."""
+    from timm.layers import resample_abs_pos_embed
+    from timm.models import adapt_input_conv  # timm imported on use (see registry)
+
     if key == "pos_embed" and isinstance(getattr(model, "patch_embed", None), nn.Module):
         prefix = 0 if getattr(model, "no_embed_class", False) else model.num_prefix_tokens
         out = resample_abs_pos_embed(
@@ -213,6 +213,8 @@ def _load_staged(name: str, spec: BackboneSpec, path: Path) -> nn.Module:
     if spec.timm_id is None:
         return _load_own(name, path)
     # timm converts its own releases (npz through its custom loader) from a local file.
+    import timm
+
     overlay = {"file": str(path), "custom_load": path.suffix == ".npz"}
     return timm.create_model(spec.timm_id, pretrained=True, pretrained_cfg_overlay=overlay)
 
@@ -249,5 +251,7 @@ def fetch_backbone(name: str, dest: StrPath, data_root: StrPath, offline: bool =
             + (" (offline mode)" if offline else "")
         )
     else:
+        import timm
+
         model = timm.create_model(spec.timm_id, pretrained=True)
     save_weights(model, dest, meta=meta)
