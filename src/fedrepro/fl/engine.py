@@ -140,7 +140,7 @@ def run_rounds(
             "up_bytes": sum(nbytes(p.all_tensors()) for p in payloads),
             "down_bytes": nbytes(down) * len(picked) if algorithm.shared else 0,
             "diverged": diverged,
-            "excluded": len(payloads) - len(keep) if keep is finite else 0,
+            "excluded": len(payloads) - len(keep),
         }
         if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
             row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
