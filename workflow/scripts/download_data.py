@@ -10,7 +10,6 @@ p.add_argument("--dataset", required=True, help="registry key, e.g. cifar10")
 p.add_argument("--data-root", type=Path, required=True, help="raw files go to <root>/<dataset>/")
 p.add_argument("--out-flag", type=Path, required=True, help="touched once every file verified")
 a = p.parse_args()
-for path in download(a.dataset, a.data_root):
-    print(path)
+print("\n".join(map(str, download(a.dataset, a.data_root))))
 a.out_flag.parent.mkdir(parents=True, exist_ok=True)
 a.out_flag.touch()

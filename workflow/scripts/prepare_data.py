@@ -15,6 +15,7 @@ p.add_argument("--per-class-test", type=int, default=100, help="mini: test image
 p.add_argument("--size", type=int, help="resize images to size×size (default: native)")
 p.add_argument("--seed", type=int, default=0, help="mini: which synthetic images are drawn")
 a = p.parse_args()
-for path in prepare(a.dataset, a.scale, a.out_dir, a.raw_dir, a.per_class_train,
-                    a.per_class_test, a.size, a.seed):  # fmt: skip
-    print(path)
+paths = prepare(
+    a.dataset, a.scale, a.out_dir, a.raw_dir, a.per_class_train, a.per_class_test, a.size, a.seed
+)
+print("\n".join(map(str, paths)))

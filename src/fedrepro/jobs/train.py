@@ -15,9 +15,19 @@ from fedrepro.atomic import atomic_write, write_json
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.jobs.common import build_model, load_data, pick_device
 
-HISTORY_COLUMNS = (
-    "round acc acc_mean loss lr clients up_bytes down_bytes seconds diverged excluded".split()
-)
+HISTORY_COLUMNS = [
+    "round",
+    "acc",
+    "acc_mean",
+    "loss",
+    "lr",
+    "clients",
+    "up_bytes",
+    "down_bytes",
+    "seconds",
+    "diverged",
+    "excluded",
+]
 
 
 def train_run(

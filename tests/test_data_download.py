@@ -1,0 +1,115 @@
+"""Checksum-verified fetching: local files and file:// URLs only, never the network."""
+
+import hashlib
+
+import pytest
+
+from fedrepro.data import download as dl
+from fedrepro.data.registry import DatasetSpec, RemoteFile
+
+PAYLOAD = b"fedrepro test payload\n" * 1000
+
+
+def _remote(tmp_path, *, good=True, url=True, **hashes):
+    source = tmp_path / "server" / "blob.bin"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_bytes(PAYLOAD)
+    if not hashes:
+        digest = hashlib.sha256(PAYLOAD if good else b"other").hexdigest()
+        hashes = {"sha256": digest}
+    return RemoteFile("toy", "blob.bin", source.as_uri() if url else None, **hashes)
+
+
+def _no_network(url):
+    raise AssertionError(f"opener called for {url}")
+
+
+def test_verify_accepts_matching_md5_and_sha256(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(PAYLOAD)
+    md5, sha256 = hashlib.md5(PAYLOAD).hexdigest(), hashlib.sha256(PAYLOAD).hexdigest()
+    remote = RemoteFile("toy", "f", None, md5=md5, sha256=sha256)
+    dl.verify(path, remote)
+
+
+def test_verify_mismatch_names_the_file_and_algorithm(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(PAYLOAD)
+    remote = RemoteFile("toy", "f", None, md5=hashlib.md5(b"x").hexdigest())
+    with pytest.raises(
+        dl.ChecksumError, match=rf"{path}: md5 expected .*, got {hashlib.md5(PAYLOAD).hexdigest()}"
+    ):
+        dl.verify(path, remote)
+
+
+def test_download_from_file_url_is_verified_and_renamed(tmp_path, capsys):
+    remote = _remote(tmp_path)
+    dest = tmp_path / "root" / "toy"
+    path = dl.fetch_file(remote, dest, tmp_path / "root")
+    assert path == dest / "blob.bin" and path.read_bytes() == PAYLOAD
+    assert not (dest / "blob.bin.part").exists()
+    assert "blob.bin.part: 100%" in capsys.readouterr().err
+
+
+def test_bad_download_raises_naming_file_and_leaves_nothing(tmp_path):
+    remote = _remote(tmp_path, good=False)
+    dest = tmp_path / "root" / "toy"
+    with pytest.raises(dl.ChecksumError, match=r"blob\.bin\.part: sha256 expected"):
+        dl.fetch_file(remote, dest, tmp_path / "root")
+    assert list(dest.iterdir()) == []
+
+
+def test_staged_file_with_right_checksum_is_used_without_network(tmp_path, monkeypatch):
+    monkeypatch.setattr(dl, "urlopen", _no_network)
+    remote = _remote(tmp_path)
+    staged = tmp_path / "root" / "toy" / "blob.bin"
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(PAYLOAD)
+    assert dl.fetch_file(remote, tmp_path / "elsewhere", tmp_path / "root") == staged
+
+
+def test_staged_file_with_wrong_checksum_is_reported_and_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(dl, "urlopen", _no_network)
+    remote = _remote(tmp_path)
+    staged = tmp_path / "root" / "toy" / "blob.bin"
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"corrupted")
+    with pytest.raises(dl.ChecksumError, match=str(staged)):
+        dl.fetch_file(remote, staged.parent, tmp_path / "root")
+    assert staged.read_bytes() == b"corrupted"
+
+
+def test_earlier_bad_download_elsewhere_is_replaced(tmp_path):
+    remote = _remote(tmp_path)
+    dest = tmp_path / "cache"
+    dest.mkdir()
+    (dest / "blob.bin").write_bytes(b"truncated")
+    assert dl.fetch_file(remote, dest, tmp_path / "root").read_bytes() == PAYLOAD
+
+
+def test_staged_only_file_missing_says_where_to_put_it(tmp_path):
+    remote = RemoteFile("toy", "split.zip", None, note="Get it from Google Drive id XYZ.")
+    with pytest.raises(FileNotFoundError) as err:
+        dl.fetch_file(remote, tmp_path / "root" / "toy", tmp_path / "root")
+    message = str(err.value)
+    assert str(tmp_path / "root" / "toy" / "split.zip") in message and "XYZ" in message
+
+
+def test_file_without_checksum_passes_and_prints_its_sha256(tmp_path, capsys):
+    remote = RemoteFile("toy", "f", None)
+    path = tmp_path / "root" / "toy" / "f"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(PAYLOAD)
+    assert dl.fetch_file(remote, path.parent, tmp_path / "root") == path
+    assert hashlib.sha256(PAYLOAD).hexdigest() in capsys.readouterr().err
+
+
+def test_download_fetches_every_file_of_a_dataset(tmp_path, monkeypatch):
+    url = (tmp_path / "server" / "blob.bin").as_uri()
+    second = RemoteFile("toy", "b.bin", url, md5=hashlib.md5(PAYLOAD).hexdigest())
+    files = (_remote(tmp_path), second)
+    spec = DatasetSpec("toy", ("a",), 1, 8, ("train",), remote=files, parser="idx")
+    monkeypatch.setattr(dl, "get_dataset", lambda name: spec)
+    paths = dl.download("toy", tmp_path / "root")
+    assert [p.name for p in paths] == ["blob.bin", "b.bin"]
+    assert all(p.parent == tmp_path / "root" / "toy" for p in paths)
