@@ -95,6 +95,13 @@ def test_staged_only_file_missing_says_where_to_put_it(tmp_path):
     assert str(tmp_path / "root" / "toy" / "split.zip") in message and "XYZ" in message
 
 
+def test_staged_only_archive_may_be_staged_extracted(tmp_path):
+    remote = RemoteFile("toy", "split.zip", None, note="Google Drive", extracted="tree")
+    (tmp_path / "root" / "toy" / "tree").mkdir(parents=True)
+    path = dl.fetch_file(remote, tmp_path / "root" / "toy", tmp_path / "root")
+    assert path == tmp_path / "root" / "toy" / "tree"
+
+
 def test_file_without_checksum_passes_and_prints_its_sha256(tmp_path, capsys):
     remote = RemoteFile("toy", "f", None)
     path = tmp_path / "root" / "toy" / "f"

@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import build_plan
 
@@ -17,6 +18,9 @@ R = f"{config['results']}/{SCALE}"
 DATA_ROOT = config["data_root"]
 ENV = "../../envs/fedrepro.yaml"
 DEVICE = config["device"]
+# Datasets with only a test split (CIFAR-10-C, CIFAR-10.1) get their own prepare rule.
+TEST_ONLY = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) == ("test",))
+TRAIN_TEST = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) != ("test",))
 
 
 wildcard_constraints:
@@ -39,7 +43,7 @@ def data_root_of(wildcards, output):
 
 
 def data_args(wildcards):
-    d = PLAN.datasets[wildcards.dataset]
+    d = PLAN.datasets.get(wildcards.dataset) or config["scales"][SCALE].get("data", {})
     names = {"per_class_train": "--per-class-train", "per_class_test": "--per-class-test"}
     names |= {"size": "--size", "seed": "--seed"}
     return " ".join(f"{flag} {int(d[k])}" for k, flag in names.items() if k in d)

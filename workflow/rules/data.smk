@@ -22,6 +22,8 @@ rule prepare_data:
         test=f"{R}/data/{{dataset}}/test.safetensors",
     log:
         f"{R}/logs/data/{{dataset}}.log",
+    wildcard_constraints:
+        dataset=TRAIN_TEST,
     conda:
         ENV
     params:
@@ -30,7 +32,28 @@ rule prepare_data:
         args=data_args,
     shell:
         "python workflow/scripts/prepare_data.py --dataset {wildcards.dataset} --scale {params.scale}"
-        " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.train})"
+        " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.test})"
+        " {params.args} > {log} 2>&1"
+
+
+rule prepare_test_only_data:
+    input:
+        raw_inputs,
+    output:
+        test=f"{R}/data/{{dataset}}/test.safetensors",
+    log:
+        f"{R}/logs/data/{{dataset}}.log",
+    wildcard_constraints:
+        dataset=TEST_ONLY,
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        root=DATA_ROOT,
+        args=data_args,
+    shell:
+        "python workflow/scripts/prepare_data.py --dataset {wildcards.dataset} --scale {params.scale}"
+        " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.test})"
         " {params.args} > {log} 2>&1"
 
 
