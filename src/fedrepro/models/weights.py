@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from fedrepro.atomic import atomic_write
 from fedrepro.models.registry import BackboneSpec, create_backbone, get_spec, head_keys
 
 __all__ = [
@@ -65,17 +66,7 @@ def save_weights(
         seen.add(ptr)
         tensors[key] = tensor
     metadata = {str(k): str(v) for k, v in (meta or {}).items()}
-    _atomic_write(Path(path), lambda tmp: save_file(tensors, tmp, metadata=metadata))
-
-
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
 
 
 def load_weights(model: nn.Module, path: StrPath, skip_head: bool = True) -> list[str]:
@@ -178,7 +169,7 @@ def _record_first_use(path: Path, digest: str) -> None:
     if record.exists():
         return
     try:
-        _atomic_write(record, lambda tmp: tmp.write_text(f"{digest}  {path.name}\n"))
+        atomic_write(record, lambda tmp: Path(tmp).write_text(f"{digest}  {path.name}\n"))
         print(f"{path}: no published checksum; recorded sha256 {digest}", file=sys.stderr)
     except OSError as err:
         print(f"{path}: cannot record sha256 {digest} ({err})", file=sys.stderr)
