@@ -1,0 +1,55 @@
+"""Turn device-resident uint8 images into model inputs, batch by batch.
+
+Data stays on the device as uint8 N×H×W×C; every batch is gathered by index,
+converted, resized, normalised and augmented with tensor ops, so there are no
+DataLoader workers and no per-round copies.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+MEAN = (0.5, 0.5, 0.5)
+STD = (0.5, 0.5, 0.5)
+
+
+def to_input(
+    images: torch.Tensor,
+    size: int | None = None,
+    channels: int = 3,
+    mean: tuple[float, ...] = MEAN,
+    std: tuple[float, ...] = STD,
+) -> torch.Tensor:
+    """uint8 B×H×W×C → float B×channels×size×size in [0, 1], not yet normalised."""
+    x = images.permute(0, 3, 1, 2).float().div_(255.0)
+    if x.shape[1] == 1 and channels == 3:
+        x = x.expand(-1, 3, -1, -1)
+    if size is not None and x.shape[-1] != size:
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+    return x
+
+
+def normalize(x: torch.Tensor, mean=MEAN, std=STD) -> torch.Tensor:
+    """Per-channel normalisation (the last step before the model)."""
+    m = torch.tensor(mean[: x.shape[1]], device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+    s = torch.tensor(std[: x.shape[1]], device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+    return (x - m) / s
+
+
+def augment(x: torch.Tensor, generator: torch.Generator, crop_pad: int = 0, flip: bool = False):
+    """Random crop with zero padding and horizontal flip, per sample, vectorised."""
+    n, _, h, w = x.shape
+    if crop_pad > 0:
+        padded = F.pad(x, (crop_pad,) * 4)
+        dy = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
+        dx = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
+        rows = (torch.arange(h, device=x.device)[None, :] + dy[:, None])[:, None, :, None]
+        cols = (torch.arange(w, device=x.device)[None, :] + dx[:, None])[:, None, None, :]
+        batch = torch.arange(n, device=x.device)[:, None, None, None]
+        chans = torch.arange(x.shape[1], device=x.device)[None, :, None, None]
+        x = padded[batch, chans, rows, cols]
+    if flip:
+        mask = (torch.rand(n, generator=generator) < 0.5).to(x.device)
+        x = torch.where(mask[:, None, None, None], x.flip(3), x)
+    return x
