@@ -6,22 +6,17 @@ checksum is always used as is; a bad download is deleted, a user's staged file n
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import urllib.request
 from pathlib import Path
 from typing import BinaryIO
 
+from fedrepro.checksums import CHUNK as _CHUNK
+from fedrepro.checksums import ChecksumError, file_digests
 from fedrepro.data.registry import RemoteFile, get_dataset
 
 __all__ = ["ChecksumError", "download", "fetch_file", "verify"]
-
-_CHUNK = 1 << 20
-
-
-class ChecksumError(RuntimeError):
-    """A file's md5/sha256 differs from the published one."""
 
 
 def urlopen(url: str) -> BinaryIO:
@@ -34,18 +29,14 @@ def verify(path: str | os.PathLike[str], remote: RemoteFile) -> None:
 
     Files without a published checksum pass, and their sha256 is printed so it can be
     recorded in the registry."""
-    digests = {"md5": hashlib.md5(), "sha256": hashlib.sha256()}
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            for digest in digests.values():
-                digest.update(chunk)
+    digests = file_digests(path)
     expected = {"md5": remote.md5, "sha256": remote.sha256}
     if not any(expected.values()):
-        sha = digests["sha256"].hexdigest()
+        sha = digests["sha256"]
         print(f"{path}: no published checksum; sha256 {sha}", file=sys.stderr)
         return
     for algo, want in expected.items():
-        got = digests[algo].hexdigest()
+        got = digests[algo]
         if want and got != want.lower():
             raise ChecksumError(f"{path}: {algo} expected {want}, got {got}")
 

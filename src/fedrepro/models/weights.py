@@ -9,7 +9,6 @@ Pickles are never unpickled: ``.pth`` files go through ``torch.load(weights_only
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from fedrepro.atomic import atomic_write
+from fedrepro.checksums import ChecksumError, file_digests
 from fedrepro.models.registry import BackboneSpec, create_backbone, get_spec, head_keys
 
 __all__ = [
@@ -31,12 +31,7 @@ __all__ = [
     "staged_candidates",
 ]
 
-_CHUNK = 1 << 20
 StrPath = str | os.PathLike[str]
-
-
-class ChecksumError(RuntimeError):
-    """A staged weight file's sha256 differs from the published or first-recorded one."""
 
 
 def save_weights(
@@ -120,11 +115,7 @@ def _adapt(
 
 def sha256_file(path: StrPath) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_digests(path, ("sha256",))["sha256"]
 
 
 def _basename(url: str) -> str:
