@@ -75,6 +75,37 @@ def test_fednova_unequal_steps_differs_from_fedavg():
     assert not torch.allclose(a.shared["conv.weight"], b.shared["conv.weight"])
 
 
+def _nova_aggregate(nova_on_buffers: bool) -> dict:
+    """Two clients, 1 and 100 local steps at momentum 0.9, BN variances 0.1 and 2.0."""
+    from fedrepro.algorithms import make_algorithm
+    from fedrepro.fl.algorithm import ClientCtx
+    from fedrepro.fl.tensors import put, take
+    from tests.fl_helpers import TinyNet
+
+    model = TinyNet()
+    alg = make_algorithm({"name": "fednova", "nova_on_buffers": nova_on_buffers})
+    alg.setup(model, 2)
+    current = take(model, alg.shared)
+    payloads = []
+    for client, (steps, var) in enumerate([(1, 0.1), (100, 2.0)]):
+        put(model, {**current, "bn.running_var": torch.full((4,), var)})
+        ctx = ClientCtx(client, model, current, 0.1, 0.9, num_samples=10, steps=steps)
+        payloads.append(alg.client_end(ctx))
+    return alg.aggregate(current, payloads)
+
+
+def test_fednova_normalised_buffers_can_turn_running_variance_negative():
+    """x − τ_eff·Σ p_i (x − y_i)/a_i with a = (1, 910): 1 − 455.5·0.4495 < 0, the NaN source
+    the adapters paper reports (§IV-A3); plain averaging keeps the mean 1.05."""
+    tau_eff = 0.5 * nova_a(1, 0.9) + 0.5 * nova_a(100, 0.9)
+    d = 0.5 * (1 - 0.1) / nova_a(1, 0.9) + 0.5 * (1 - 2.0) / nova_a(100, 0.9)
+    normalised = _nova_aggregate(True)["bn.running_var"]
+    torch.testing.assert_close(normalised, torch.full((4,), 1 - tau_eff * d))
+    assert (normalised < 0).all()
+    averaged = _nova_aggregate(False)["bn.running_var"]
+    torch.testing.assert_close(averaged, torch.full((4,), 1.05))
+
+
 def test_scaffold_first_round_equals_fedavg():
     a, _, _ = run({"name": "fedavg"}, train_cfg(rounds=1))
     b, _, _ = run({"name": "scaffold"}, train_cfg(rounds=1))

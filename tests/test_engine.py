@@ -70,6 +70,7 @@ def test_nan_update_kept_propagates_and_is_recorded():
     state = _run_poisoned("keep")
     assert [r["diverged"] for r in state.history] == [False, True, True]
     assert not torch.isfinite(state.shared["conv.weight"]).all()
+    assert all(0 <= r["acc"] <= 100 for r in state.history)  # a drop, recorded, no crash
 
 
 def test_lr_schedules():

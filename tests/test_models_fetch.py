@@ -55,8 +55,8 @@ def test_resnet26_release_pth_staged_offline_then_checksum_enforced(tmp_path):
     assert record.read_text().split()[0] == sha256_file(staged)  # our own checksum, first fetch
     model = create_backbone("resnet26", num_classes=10)
     missing = load_weights(model, dest)
-    assert sorted(missing) == ["linears.bias", "linears.weight"]
-    assert torch.equal(model.layer3[3].conv2.weight, release.layer3[3].conv2.weight)
+    assert sorted(missing) == ["linears.0.bias", "linears.0.weight"]
+    assert torch.equal(model.layer3[3].conv1.conv.weight, release.layer3[3].conv1.conv.weight)
 
     fetch_backbone("resnet26", dest, tmp_path, offline=True)  # verified against the record
     with open(staged, "ab") as handle:

@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from fedrepro.models.params import state_bytes
+from fedrepro.fl.tensors import nbytes
 from fedrepro.models.registry import create_backbone, head_keys
 from fedrepro.models.weights import load_weights, save_weights
 
@@ -60,7 +60,7 @@ def test_subset_of_keys_and_missing_report(tmp_path):
     dst = _model("resnet26_mini", 4, seed=1)
     missing = load_weights(dst, path)
     assert set(missing) == set(dst.state_dict()) - set(keys)
-    assert torch.equal(dst.linears.weight, src.linears.weight)
+    assert torch.equal(dst.linears[0].weight, src.linears[0].weight)
     with pytest.raises(KeyError):
         save_weights(src, path, keys=["no.such.key"])
 
@@ -94,9 +94,9 @@ def test_vit_position_embedding_resampled_for_other_size(tmp_path):
     assert torch.equal(dst.blocks[0].attn.qkv.weight, src.blocks[0].attn.qkv.weight)
 
 
-def test_saved_bytes_match_state_bytes(tmp_path):
+def test_saved_bytes_match_tensor_bytes(tmp_path):
     model = _model("resnet26_mini", 10, seed=0)
     path = tmp_path / "w.safetensors"
     save_weights(model, path)
-    payload = state_bytes(model.state_dict())
+    payload = nbytes(model.state_dict())
     assert payload < path.stat().st_size < payload + 16_384  # only the JSON header on top

@@ -126,7 +126,7 @@ def partition_manifest(wildcards):
 
 def item_outputs(paper, item):
     kind = PLAN.items[f"{paper}/{item}"]["kind"]
-    if kind == "table":
+    if kind in ("table", "payload"):
         return [f"{R}/tables/{paper}/{item}.{ext}" for ext in ("md", "tex", "csv", "html")]
     return [f"{R}/figures/{paper}/{item}.{ext}" for ext in ("png", "pdf")]
 

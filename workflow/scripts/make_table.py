@@ -2,7 +2,12 @@
 
 from pathlib import Path
 
+from fedrepro.report.payload import make_payload_table
 from fedrepro.report.tables import make_table
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-make_table(sm.params.manifest, sm.params.runs, str(Path(sm.output.md).with_suffix("")))
+out = str(Path(sm.output.md).with_suffix(""))
+if sm.params.manifest["kind"] == "payload":
+    make_payload_table(sm.params.manifest, out)
+else:
+    make_table(sm.params.manifest, sm.params.runs, out)

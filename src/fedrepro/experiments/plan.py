@@ -97,9 +97,10 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 grid_runs[gname].append({"id": rid, "labels": {**labels, "seed": seed}})
     plan.papers[paper] = []
     for item, spec in doc["items"].items():
-        if spec["grid"] not in grid_runs:
-            raise ConfigError(f"items.{item}.grid: unknown grid {spec['grid']!r}")
-        runs = [r for r in grid_runs[spec["grid"]] if _selected(r["labels"], spec.get("where"))]
+        grid = spec.get("grid")  # structural items (payload) need no runs
+        if grid is not None and grid not in grid_runs:
+            raise ConfigError(f"items.{item}.grid: unknown grid {grid!r}")
+        runs = [r for r in grid_runs.get(grid, []) if _selected(r["labels"], spec.get("where"))]
         parts: dict[str, dict] = {}
         for r in runs:
             pid = plan.runs[r["id"]]["partition_id"]

@@ -144,6 +144,9 @@ def run_rounds(
         }
         if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
             row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
+            # finite weights can still give non-finite outputs (a negative BN running variance
+            # from FedNova's normalised buffers): the round is recorded as diverged too
+            row["diverged"] = diverged = diverged or not math.isfinite(row["loss"])
         row["seconds"] = time.perf_counter() - t0
         state.history.append(row)
         state.round = r

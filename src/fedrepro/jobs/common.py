@@ -8,6 +8,7 @@ import torch
 
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
+from fedrepro.models.adapters import apply_tuning
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.weights import load_weights
 
@@ -34,7 +35,8 @@ def load_data(path: Path, device, img_size: int | None, train: dict | None = Non
 
 
 def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | None, device):
-    """The backbone with a seeded head; pretrained weights loaded without the old head."""
+    """The backbone with a seeded head, pretrained weights loaded without the old head, and the
+    trainable set of ``model.tuning`` (new adapters are seeded too: one init for all clients)."""
     torch.manual_seed(seed)
     model = create_backbone(
         model_cfg["backbone"],
@@ -44,4 +46,4 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
     )
     if weights is not None:
         load_weights(model, weights, skip_head=True)
-    return model.to(device)
+    return apply_tuning(model, model_cfg.get("tuning", "full")).to(device)

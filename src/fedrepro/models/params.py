@@ -6,12 +6,11 @@ Counting works on models built on the ``meta`` device, which is how paper-scale 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-import torch
 from torch import nn
 
-__all__ = ["count_params", "state_bytes", "to_mega"]
+__all__ = ["count_params", "to_mega"]
 
 
 def count_params(model: nn.Module, keys: Iterable[str] | None = None) -> int:
@@ -19,7 +18,7 @@ def count_params(model: nn.Module, keys: Iterable[str] | None = None) -> int:
 
     Buffer names in ``keys`` (BN running statistics) are skipped, so ``norm_keys(model)`` can be
     passed as is; a name that is neither a parameter nor a buffer is an error. For sizes of what
-    is stored or sent, use :func:`state_bytes` on the tensors themselves."""
+    is stored or sent, use ``fedrepro.fl.tensors.nbytes`` on the tensors themselves."""
     params = dict(model.named_parameters())
     if keys is None:
         return sum(p.numel() for p in params.values())
@@ -28,11 +27,6 @@ def count_params(model: nn.Module, keys: Iterable[str] | None = None) -> int:
     if unknown:
         raise KeyError(f"not tensors of the model: {sorted(unknown)[:5]}")
     return sum(params[k].numel() for k in wanted & params.keys())
-
-
-def state_bytes(tensors: Mapping[str, torch.Tensor]) -> int:
-    """Bytes of these tensors at their own dtypes (float32 = 4, int64 counters = 8)."""
-    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def to_mega(count: int, binary: bool = True) -> float:

@@ -110,14 +110,16 @@ BACKBONES: dict[str, BackboneSpec] = {
     "resnet50.tv_in1k": _tv_resnet(
         "resnet50.tv_in1k", "https://download.pytorch.org/models/resnet50-0676ba61.pth", "0676ba61"
     ),
-    # Weights only on Google Drive, no published checksum: our sha256 is recorded on first fetch.
-    # Decathlon mean/std are per dataset in a pickle we do not have; ImageNet statistics stand in.
+    # Rebuffi's ImageNet ResNet-26 (residual_adapters README), on Google Drive only, with no
+    # published checksum: our sha256 is recorded on first use. The release pickles the whole
+    # network; stage its ``state_dict()`` (our tensor names are Rebuffi's). Decathlon mean/std
+    # are per dataset in a pickle we do not have; ImageNet statistics stand in.
     "resnet26": BackboneSpec(
         "resnet26",
         None,
         "resnet26_mini",
         72,
-        "gdrive:1uRmyJfs5OW2s0USoue6WbPdr_04MNOFI",
+        "gdrive:16tPH7dsdV6YfA5xCeVn3dKFGegSZS8yb",
         mean=IMAGENET_MEAN,
         std=IMAGENET_STD,
     ),

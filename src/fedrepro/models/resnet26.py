@@ -1,17 +1,18 @@
-"""The residual-adapters ResNet-26 (Rebuffi et al.; Elvebakken et al.'s base network).
+"""Rebuffi et al.'s ResNet-26, the base network of Elvebakken et al. (adapters paper).
 
-Not timm's ``resnet26`` (bottleneck, 16 M parameters, 224 px): this one has 3 stages of BasicBlocks
-(widths 64/128/256), a stride-1 3×3 stem, parameter-free avg-pool + zero-pad shortcuts, a final
-BN + ReLU, and takes 72 px inputs (Visual Decathlon). Defaults follow the public re-implementation
-whose weights are on Google Drive (64-wide stem, first stage stride 1): 5,826,240 conv weights +
-7,808 BN affine parameters. Module names follow that release (``pre_conv``, ``layer1.0.conv1``,
-``end_bn_relu.0``, ``linears``) so its state dict loads unchanged. Rebuffi's own ``models.py`` has a
-32-wide stem and stride 2 in every stage (``stem_width=32, strides=(2, 2, 2)``).
+Not timm's ``resnet26`` (bottleneck, 16 M parameters, 224 px). This one takes 72 px inputs
+(Visual Decathlon): a 3×3 stem (3→32, stride 1, conv + BN, no ReLU), 3 stages × 4 BasicBlocks
+(widths 64/128/256, first block of each stage stride 2: 72→36→18→9), parameter-free shortcuts
+(2×2 average pool, then zero channels), a final BN + ReLU, global average pool and a linear head.
+25 convolutions + 1 linear layer, no conv biases: 5,817,258 parameters for 10 classes.
 
-Adapter-ready: every 3×3 conv is a plain ``nn.Conv2d`` attribute called on exactly the tensor a
-parallel 1×1 adapter needs, and BN follows it. Replacing the conv by a module that returns
-``conv(x) + adapter(x)`` (same stride) is Rebuffi's parallel adapter summed before BN, with no
-change to any forward here; :func:`conv3x3_names` lists the convs to wrap.
+Every 3×3 convolution is a :class:`ConvTask`: ``BN(W * x)``, or with a parallel residual adapter
+``BN(W * x + A * x)`` where ``A`` is a bias-free 1×1 conv with the conv's stride, applied to the
+same input and summed *before* BN (the paper's Eq. 1). Module and tensor names are those of
+Rebuffi's ``models.py`` (``pre_layers_conv``, ``layer1.0.conv1.bns.0``, ``layer1.0.conv2.1``,
+``…parallel_conv.0.conv``, ``end_bns.0``, ``linears.0``), so a state dict saved from the released
+network loads unchanged, and the bytes of a ``torch.save``d state dict are those the paper
+measured. ``stem_width=64, strides=(1, 2, 2)`` gives the layout of a public re-implementation.
 """
 
 from __future__ import annotations
@@ -23,20 +24,72 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["BasicBlock", "ResNet26", "conv3x3_names"]
+__all__ = ["Adapter", "BasicBlock", "ConvTask", "ResNet26"]
+
+
+def _rebuffi_init(conv: nn.Conv2d) -> None:
+    """Rebuffi's conv init, adapters included: N(0, sqrt(2 / (k·k·out)))."""
+    fan_out = conv.kernel_size[0] * conv.kernel_size[1] * conv.out_channels
+    nn.init.normal_(conv.weight, 0.0, math.sqrt(2.0 / fan_out))
+
+
+class Adapter(nn.Module):
+    """A parallel residual adapter: a bias-free 1×1 conv (attribute ``conv``, as in Rebuffi)."""
+
+    def __init__(self, in_planes: int, planes: int, stride: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False)
+        _rebuffi_init(self.conv)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+class ConvTask(nn.Module):
+    """``BN(conv3x3(x) [+ adapter(x)])``; BN sits in a one-entry ``bns`` list (one task)."""
+
+    def __init__(self, in_planes: int, planes: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bns = nn.ModuleList([nn.BatchNorm2d(planes)])
+        self.parallel_conv: nn.ModuleList | None = None
+
+    def add_adapter(self) -> None:
+        """Attach a freshly initialised parallel 1×1 adapter (draws from torch's global RNG)."""
+        if self.parallel_conv is not None:
+            raise ValueError("this convolution already has an adapter")
+        conv = self.conv
+        self.parallel_conv = nn.ModuleList(
+            [Adapter(conv.in_channels, conv.out_channels, conv.stride[0])]
+        ).to(conv.weight.device)
+
+    @torch.no_grad()
+    def merge_adapter(self) -> None:
+        """Fold the adapter into the 3×3 kernel's centre tap and drop it.
+
+        Exact because both convs are linear, see the same input with the same stride, and the
+        centre tap of a padding-1 3×3 kernel reads the pixel the stride-s 1×1 conv reads."""
+        if self.parallel_conv is None:
+            raise ValueError("this convolution has no adapter to merge")
+        self.conv.weight[:, :, 1, 1] += self.parallel_conv[0].conv.weight[:, :, 0, 0]
+        self.parallel_conv = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        if self.parallel_conv is not None:
+            y = y + self.parallel_conv[0](x)
+        return self.bns[0](y)
 
 
 class BasicBlock(nn.Module):
-    """3×3 conv → BN → ReLU → 3×3 conv → BN, plus a parameter-free shortcut, then ReLU."""
+    """ConvTask → ReLU → ConvTask, plus a parameter-free shortcut, then ReLU."""
 
     def __init__(self, in_planes: int, planes: int, stride: int = 1) -> None:
         super().__init__()
         if planes < in_planes:
             raise ValueError(f"zero-pad shortcut cannot shrink {in_planes} to {planes} channels")
-        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, stride=1, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv1 = ConvTask(in_planes, planes, stride)
+        self.conv2 = nn.Sequential(nn.ReLU(inplace=True), ConvTask(planes, planes, 1))
         self.stride = stride
         self.extra_channels = planes - in_planes
 
@@ -44,7 +97,7 @@ class BasicBlock(nn.Module):
         """Average-pool then append zero channels: the shortcut adds no parameters.
 
         ``ceil_mode`` keeps the shape equal to the stride-2 conv's on odd sizes; on even sizes
-        it is the plain 2×2 average pool of the original."""
+        it is Rebuffi's plain 2×2 average pool."""
         if self.stride > 1:
             x = F.avg_pool2d(x, self.stride, ceil_mode=True)
         if self.extra_channels:
@@ -52,9 +105,7 @@ class BasicBlock(nn.Module):
         return x
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + self.shortcut(x))
+        return F.relu(self.conv2(self.conv1(x)) + self.shortcut(x))
 
 
 class ResNet26(nn.Module):
@@ -69,14 +120,13 @@ class ResNet26(nn.Module):
         in_chans: int = 3,
         widths: Sequence[int] = (64, 128, 256),
         depths: Sequence[int] = (4, 4, 4),
-        stem_width: int = 64,
-        strides: Sequence[int] = (1, 2, 2),
+        stem_width: int = 32,
+        strides: Sequence[int] = (2, 2, 2),
     ) -> None:
         super().__init__()
         if not len(widths) == len(depths) == len(strides):
             raise ValueError("widths, depths and strides need one entry per stage")
-        self.pre_conv = nn.Conv2d(in_chans, stem_width, 3, stride=1, padding=1, bias=False)
-        self.pre_bn = nn.BatchNorm2d(stem_width)
+        self.pre_layers_conv = ConvTask(in_chans, stem_width, 1)
         self.stage_names = [f"layer{i + 1}" for i in range(len(widths))]
         in_planes = stem_width
         for name, planes, depth, stride in zip(
@@ -86,50 +136,38 @@ class ResNet26(nn.Module):
             blocks += [BasicBlock(planes, planes) for _ in range(depth - 1)]
             self.add_module(name, nn.Sequential(*blocks))
             in_planes = planes
-        self.end_bn_relu = nn.Sequential(nn.BatchNorm2d(in_planes), nn.ReLU(inplace=True))
+        self.end_bns = nn.ModuleList(
+            [nn.Sequential(nn.BatchNorm2d(in_planes), nn.ReLU(inplace=True))]
+        )
         self.num_features = in_planes
         self.num_classes = num_classes
-        self.linears = self._classifier(num_classes)
-        self._init_weights()
-
-    def _classifier(self, num_classes: int) -> nn.Module:
-        return nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-
-    def _init_weights(self) -> None:
-        """Rebuffi's init: conv ~ N(0, sqrt(2 / (k·k·out))), BN γ = 1, β = 0."""
+        self.linears = nn.ModuleList([self._classifier(num_classes)])
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
-                fan_out = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
-                nn.init.normal_(m.weight, 0.0, math.sqrt(2.0 / fan_out))
+                _rebuffi_init(m)
             elif isinstance(m, nn.BatchNorm2d):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
 
+    def _classifier(self, num_classes: int) -> nn.Module:
+        return nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
+
     def get_classifier(self) -> nn.Module:
-        return self.linears
+        return self.linears[0]
 
     def reset_classifier(self, num_classes: int) -> None:
         self.num_classes = num_classes
-        self.linears = self._classifier(num_classes)
+        self.linears[0] = self._classifier(num_classes)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.pre_bn(self.pre_conv(x)))
+        x = self.pre_layers_conv(x)
         for name in self.stage_names:
             x = getattr(self, name)(x)
-        return self.end_bn_relu(x)
+        return self.end_bns[0](x)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
         x = x.mean(dim=(2, 3))
-        return x if pre_logits else self.linears(x)
+        return x if pre_logits else self.linears[0](x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_head(self.forward_features(x))
-
-
-def conv3x3_names(model: nn.Module) -> list[str]:
-    """Names of every 3×3 conv: the ones that get a parallel 1×1 adapter (25 at full size)."""
-    return [
-        name
-        for name, m in model.named_modules()
-        if isinstance(m, nn.Conv2d) and tuple(m.kernel_size) == (3, 3)
-    ]

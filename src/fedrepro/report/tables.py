@@ -355,29 +355,59 @@ def make_table(
         }
         for i in range(len(table.row_keys))
     ]
-    header = _header_rows(table.col_keys, [d.name for d in diffs])
-    row_label_names = [r.capitalize() for r in table.rows]
-    scale = manifest.get("scale", "mini")
+    return write_table(
+        out_prefix,
+        frame,
+        title=manifest.get("title", where),
+        label=where.replace("/", "-"),
+        scale=manifest.get("scale", "mini"),
+        caption_lines=_caption_lines(manifest, frame, diffs, reported is not None),
+        row_label_names=[r.capitalize() for r in table.rows],
+        header=_header_rows(table.col_keys, [d.name for d in diffs]),
+        column_names=column_names,
+        rows=table_rows,
+        footnotes=_footnotes(frame),
+    )
+
+
+def write_table(
+    out_prefix: str | Path,
+    frame: pd.DataFrame,
+    *,
+    title: str,
+    label: str,
+    scale: str,
+    caption_lines: list[str],
+    row_label_names: list[str],
+    header: list[list[dict[str, Any]]],
+    column_names: list[str],
+    rows: list[dict[str, Any]],
+    footnotes: list[str],
+    note: str | None = None,
+) -> list[Path]:
+    """Render one table as ``<out_prefix>.{md,tex,html}`` plus its tidy ``frame`` as csv.
+
+    ``rows``: ``{"labels": row-label cells, "cells": [{"text", "paper", "missing",
+    "is_diff"}]}``; ``note`` replaces the scale sentence (structural tables)."""
     context = {
-        "title": manifest.get("title", where),
-        "label": where.replace("/", "-"),
+        "title": title,
+        "label": label,
         "scale": scale,
-        "is_mini": scale == "mini",
-        "scale_note": scale_note(scale),
-        "caption_lines": _caption_lines(manifest, frame, diffs, reported is not None),
+        "is_mini": scale == "mini" and note is None,
+        "scale_note": note or scale_note(scale),
+        "caption_lines": caption_lines,
         "row_label_names": row_label_names,
         "header_rows": header,
         "tex_header_rows": _tex_header_rows(header, row_label_names),
         "md_headers": column_names,
-        "ncols": width,
-        "rows": table_rows,
-        "footnotes": _footnotes(frame),
+        "ncols": len(column_names),
+        "rows": rows,
+        "footnotes": footnotes,
     }
     out = Path(out_prefix)
-    paths = [
+    return [
         write_text(f"{out}.md", render("table.md", **context)),
         write_text(f"{out}.tex", render("table.tex", **context)),
         write_text(f"{out}.html", render("table.html", **context)),
         write_text(f"{out}.csv", frame.to_csv(index=False)),
     ]
-    return paths
