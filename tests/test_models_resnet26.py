@@ -7,9 +7,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fedrepro.models.adapters import apply_tuning, conv_tasks, frozen_keys, merge_adapters
+from fedrepro.models.adapters import conv_tasks, merge_adapters
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.resnet26 import BasicBlock, ConvTask, ResNet26
+from fedrepro.models.tuning import apply_tuning, frozen_keys
 
 
 def test_spatial_path_and_rebuffi_key_names():

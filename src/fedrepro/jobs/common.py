@@ -8,8 +8,8 @@ import torch
 
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
-from fedrepro.models.adapters import apply_tuning
 from fedrepro.models.registry import create_backbone
+from fedrepro.models.tuning import apply_tuning
 from fedrepro.models.weights import load_weights
 
 

@@ -18,8 +18,8 @@ import torch
 from fedrepro.algorithms import make_algorithm
 from fedrepro.fl.payload import sent_state_dict, serialized_bytes
 from fedrepro.fl.tensors import nbytes, take
-from fedrepro.models.adapters import apply_tuning
 from fedrepro.models.registry import create_backbone
+from fedrepro.models.tuning import apply_tuning
 from fedrepro.report.tables import _header_rows, _row_entries, write_table
 
 __all__ = ["make_payload_table", "matches_printed", "measure_payload"]
