@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fedrepro.algorithms.fedavg import FedAvg
+from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedprox import FedProx
 from fedrepro.algorithms.personalized import FedBN, FedPer, Local
@@ -10,7 +11,7 @@ from fedrepro.algorithms.scaffold import Scaffold
 from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local)
+    cls.name: cls for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns)
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.fl.tensors import take, weighted_sum
@@ -88,6 +89,10 @@ class Algorithm:
 
     def correct_gradients(self, ctx: ClientCtx) -> None:
         """Called after backward, before the optimiser step (FedProx, SCAFFOLD)."""
+
+    def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The local loss of one batch: cross-entropy (FedIns, MOON add terms)."""
+        return F.cross_entropy(ctx.model(x), y)
 
     def client_end(self, ctx: ClientCtx) -> Payload:
         return Payload(ctx.client, ctx.num_samples, ctx.steps, take(ctx.model, self.shared))

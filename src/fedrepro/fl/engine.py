@@ -124,6 +124,7 @@ def run_rounds(
                 gen,
                 clients.transforms[k],
                 lambda ctx=ctx: algorithm.correct_gradients(ctx),
+                partial(algorithm.objective, ctx),
             )
             payloads.append(algorithm.client_end(ctx))
             if algorithm.local:

@@ -23,11 +23,18 @@ def train_epochs(
     generator: torch.Generator,
     transform=None,
     correct_gradients: Callable[[], None] | None = None,
+    objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[int, float]:
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
 
+    ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``).
     A last batch of one sample is dropped (batch norm cannot train on it).
     """
+    if objective is None:
+
+        def objective(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy(model(x), y)
+
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, train, lr)
     bs = int(train["batch_size"])
@@ -42,7 +49,7 @@ def train_epochs(
                 continue
             x, y = data.batch(b, generator, transform, train=True)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
-                loss = F.cross_entropy(model(x), y)
+                loss = objective(x, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if correct_gradients is not None:

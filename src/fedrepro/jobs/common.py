@@ -46,4 +46,7 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
     )
     if weights is not None:
         load_weights(model, weights, skip_head=True)
-    return apply_tuning(model, model_cfg.get("tuning", "full")).to(device)
+    tuned = apply_tuning(
+        model, model_cfg.get("tuning", "full"), **model_cfg.get("tuning_options", {})
+    )
+    return tuned.to(device)

@@ -2,30 +2,50 @@
 
 ``full`` trains everything (the adapters paper's "w/o adapter", FedAvg fine-tuning);
 ``adapters`` adds parallel residual adapters to a frozen ResNet-26 (``models.adapters``);
-``ssf`` adds scale-and-shift features to a frozen ViT (``models.ssf``). Trainable tensors are
-what the engine sends; frozen ones never move.
+``ssf`` adds scale-and-shift features to a frozen ViT (``models.ssf``); ``ssf_pool`` is FedIns's
+pool of SSF sets with keys and a frozen query copy (``models.ssf_pool``); ``vpt_deep`` /
+``vpt_shallow`` add prompt tokens (``models.vpt``). ``model.tuning_options`` are passed on
+(``pool_size``, ``top_c``, ``scope``; ``num_prompts``). Trainable tensors are what the engine
+sends; frozen ones never move.
 """
 
 from __future__ import annotations
+
+import copy
+from typing import Any
 
 from torch import nn
 
 from fedrepro.models.adapters import add_adapters
 from fedrepro.models.ssf import add_ssf
+from fedrepro.models.ssf_pool import SSFPoolViT
+from fedrepro.models.vpt import PromptedViT
 
 __all__ = ["TUNINGS", "apply_tuning", "frozen_keys"]
 
-TUNINGS = ("full", "adapters", "ssf")
+TUNINGS = ("full", "adapters", "ssf", "ssf_pool", "vpt_deep", "vpt_shallow")
+OPTIONS = {"ssf_pool": {"pool_size", "top_c", "scope"}, "vpt_deep": {"num_prompts"}}
+OPTIONS["vpt_shallow"] = OPTIONS["vpt_deep"]
 
 
-def apply_tuning(model: nn.Module, tuning: str = "full") -> nn.Module:
-    """Give ``model`` the trainable set of a tuning variant (in place; returns the model)."""
+def apply_tuning(model: nn.Module, tuning: str = "full", **options: Any) -> nn.Module:
+    """``model`` with the trainable set of a tuning variant (in place, or wrapped)."""
     if tuning not in TUNINGS:
         raise ValueError(f"model.tuning: '{tuning}' (allowed: {', '.join(TUNINGS)})")
+    unknown = set(options) - OPTIONS.get(tuning, set())
+    if unknown:
+        allowed = ", ".join(sorted(OPTIONS.get(tuning, ()))) or "none"
+        raise ValueError(
+            f"model.tuning_options: {sorted(unknown)} for {tuning} (allowed: {allowed})"
+        )
     if tuning == "adapters":
         return add_adapters(model)
     if tuning == "ssf":
         return add_ssf(model)
+    if tuning == "ssf_pool":
+        return SSFPoolViT(model, copy.deepcopy(model), model.num_classes, **options)
+    if tuning.startswith("vpt_"):
+        return PromptedViT(model, int(options.get("num_prompts", 10)), tuning == "vpt_deep")
     return model
 
 
