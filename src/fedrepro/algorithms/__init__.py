@@ -6,12 +6,14 @@ from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedprox import FedProx
+from fedrepro.algorithms.moon import Moon
 from fedrepro.algorithms.personalized import FedBN, FedPer, Local
 from fedrepro.algorithms.scaffold import Scaffold
 from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns)
+    cls.name: cls
+    for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns, Moon)
 }
 
 
