@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fedrepro.algorithms.fedavg import FedAvg
+from fedrepro.algorithms.feddc import FedDC
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedprox import FedProx
@@ -13,7 +14,7 @@ from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
-    for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns, Moon)
+    for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns, Moon, FedDC)
 }
 
 

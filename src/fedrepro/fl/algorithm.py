@@ -61,6 +61,14 @@ class Algorithm:
         self.shared: list[str] = []
         self.local: list[str] = []
         self.trainable: list[str] = []
+        self.client_sizes: list[int] = []
+        self.train_cfg: dict = {}
+
+    def configure(self, client_sizes: list[int], train_cfg: dict) -> None:
+        """What the run looks like (called by the engine before ``setup``): every client's
+        training-set size and the ``train`` block (FedDC scales by them)."""
+        self.client_sizes = list(client_sizes)
+        self.train_cfg = dict(train_cfg)
 
     # ---- tensor roles -------------------------------------------------------------
     def local_keys(self, model: nn.Module) -> set[str]:

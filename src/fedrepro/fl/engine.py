@@ -86,6 +86,7 @@ def run_rounds(
     seed = int(cfg["seed"])
     rounds = int(tcfg["rounds"])
     every = int(cfg.get("checkpoint_every", 1))
+    algorithm.configure([len(t) for t in clients.train], tcfg)
     algorithm.setup(model, len(clients))
     init_local = take(model, algorithm.local)
     state = RunState(shared=take(model, algorithm.shared))
