@@ -29,8 +29,7 @@ class FedDC(Algorithm):
 
     def setup(self, model, num_clients: int) -> None:
         super().setup(model, num_clients)
-        shared = set(self.shared)
-        self.keys = [k for k in self.trainable if k in shared]
+        self.keys = self.shared_trainable
         state = named_state(model)
         self.g = {k: torch.zeros_like(state[k]) for k in self.keys}
         self.h: dict[int, dict[str, torch.Tensor]] = {}

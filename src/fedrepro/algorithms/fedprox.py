@@ -23,8 +23,7 @@ class FedProx(Algorithm):
 
     def client_begin(self, ctx: ClientCtx) -> None:
         state = named_state(ctx.model)
-        shared = set(self.shared)
-        self._pairs = [(state[k], ctx.received[k]) for k in self.trainable if k in shared]
+        self._pairs = [(state[k], ctx.received[k]) for k in self.shared_trainable]
 
     @torch.no_grad()
     def correct_gradients(self, ctx: ClientCtx) -> None:

@@ -84,6 +84,8 @@ class Algorithm:
         self.shared = [k for k in candidates if k not in local]
         movable = set(self.trainable) | set(float_buffers)
         self.local = sorted(k for k in movable if k not in set(self.shared))
+        shared = set(self.shared)
+        self.shared_trainable = [k for k in self.trainable if k in shared]
         self.num_clients = num_clients
 
     @property
