@@ -74,3 +74,22 @@ def test_only_prompts_and_head_train():
     model = PromptedViT(_vit(), 3, True)
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable == {"prompts", "vit.head.weight", "vit.head.bias"}
+
+
+def test_prompt_pool_paper_size_and_per_instance_selection():
+    from fedrepro.models.tuning import apply_tuning
+
+    with torch.device("meta"):
+        vit = create_backbone("vit_base_patch16_224.augreg_in21k", 10)
+        pool = apply_tuning(vit, "vpt_pool", num_prompts=10, pool_size=25, top_c=3)
+    assert pool.prompts.numel() + pool.keys.numel() == 25 * (92_160 + 768) == 2_323_200  # "2.32 M"
+    torch.manual_seed(0)
+    model = apply_tuning(_vit(), "vpt_pool", num_prompts=3, pool_size=5, top_c=2).double().eval()
+    x = torch.randn(3, 3, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        batched = model(x)
+        assert -2.0 <= float(model.reduce_sim) <= 2.0
+        for b in range(3):
+            assert (model(x[b : b + 1]) - batched[b : b + 1]).abs().max() < 1e-10
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable == {"prompts", "keys", "vit.head.weight", "vit.head.bias"}

@@ -4,9 +4,9 @@
 ``adapters`` adds parallel residual adapters to a frozen ResNet-26 (``models.adapters``);
 ``ssf`` adds scale-and-shift features to a frozen ViT (``models.ssf``); ``ssf_pool`` is FedIns's
 pool of SSF sets with keys and a frozen query copy (``models.ssf_pool``); ``vpt_deep`` /
-``vpt_shallow`` add prompt tokens (``models.vpt``). ``model.tuning_options`` are passed on
-(``pool_size``, ``top_c``, ``scope``; ``num_prompts``). Trainable tensors are what the engine
-sends; frozen ones never move.
+``vpt_shallow`` add prompt tokens, ``vpt_pool`` a keyed pool of deep prompts (``models.vpt``).
+``model.tuning_options`` are passed on (``pool_size``, ``top_c``, ``scope``; ``num_prompts``).
+Trainable tensors are what the engine sends; frozen ones never move.
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from fedrepro.models.vpt import PromptedViT
 
 __all__ = ["TUNINGS", "apply_tuning", "frozen_keys"]
 
-TUNINGS = ("full", "adapters", "ssf", "ssf_pool", "vpt_deep", "vpt_shallow")
-OPTIONS = {"ssf_pool": {"pool_size", "top_c", "scope"}, "vpt_deep": {"num_prompts"}}
-OPTIONS["vpt_shallow"] = OPTIONS["vpt_deep"]
+TUNINGS = ("full", "adapters", "ssf", "ssf_pool", "vpt_deep", "vpt_shallow", "vpt_pool")
+OPTIONS = {
+    "ssf_pool": {"pool_size", "top_c", "scope"},
+    "vpt_deep": {"num_prompts"},
+    "vpt_shallow": {"num_prompts"},
+    "vpt_pool": {"num_prompts", "pool_size", "top_c"},
+}
 
 
 def apply_tuning(model: nn.Module, tuning: str = "full", **options: Any) -> nn.Module:
@@ -44,6 +48,9 @@ def apply_tuning(model: nn.Module, tuning: str = "full", **options: Any) -> nn.M
         return add_ssf(model)
     if tuning == "ssf_pool":
         return SSFPoolViT(model, copy.deepcopy(model), model.num_classes, **options)
+    if tuning == "vpt_pool":
+        n = int(options.pop("num_prompts", 10))
+        return PromptedViT(model, n, True, query=copy.deepcopy(model), **options)
     if tuning.startswith("vpt_"):
         return PromptedViT(model, int(options.get("num_prompts", 10)), tuning == "vpt_deep")
     return model
