@@ -80,6 +80,8 @@ def test_lr_schedules():
         "schedule": {"kind": "milestones", "milestones": [30], "gamma": 0.1},
     }
     assert lr_at(t, 30) == pytest.approx(0.1) and lr_at(t, 31) == pytest.approx(0.01)
+    e = {"lr": 0.1, "schedule": {"kind": "exponential", "gamma": 0.998}}
+    assert lr_at(e, 1) == 0.1 and lr_at(e, 11) == pytest.approx(0.1 * 0.998**10)
     c = {"lr": 1.0, "rounds": 10, "schedule": {"kind": "cosine"}}
     assert lr_at(c, 1) == 1.0 and lr_at(c, 10) < 0.05
     with pytest.raises(ValueError, match="schedule.kind"):

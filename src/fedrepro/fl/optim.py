@@ -11,7 +11,8 @@ def lr_at(train: dict, round_idx: int) -> float:
     """Learning rate of round `round_idx` (1-based).
 
     Milestones follow MultiStepLR stepped once per round: milestone m decays the
-    rate for every round after the first m rounds.
+    rate for every round after the first m rounds. Exponential multiplies by ``gamma`` once
+    per round (FedDC: 0.998).
     """
     base = float(train["lr"])
     sched = train.get("schedule") or {"kind": "constant"}
@@ -22,12 +23,15 @@ def lr_at(train: dict, round_idx: int) -> float:
     if kind == "milestones":
         passed = sum(1 for m in sched.get("milestones", []) if done >= m)
         return base * float(sched.get("gamma", 0.1)) ** passed
+    if kind == "exponential":
+        return base * float(sched["gamma"]) ** done
     if kind == "cosine":
         total = max(int(train["rounds"]), 1)
         floor = float(sched.get("min_lr", 0.0))
         return floor + (base - floor) * 0.5 * (1 + math.cos(math.pi * done / total))
     raise ValueError(
-        f"train.schedule.kind: unknown '{kind}' (allowed: constant, milestones, cosine)"
+        f"train.schedule.kind: unknown '{kind}' "
+        "(allowed: constant, milestones, exponential, cosine)"
     )
 
 
