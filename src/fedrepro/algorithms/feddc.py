@@ -16,7 +16,7 @@ import math
 import torch
 
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
-from fedrepro.fl.tensors import named_state, take, weighted_sum
+from fedrepro.fl.tensors import moved, named_state, per_client_moved, take, weighted_sum
 
 
 class FedDC(Algorithm):
@@ -87,16 +87,14 @@ class FedDC(Algorithm):
         return {**current, **{f"state.{k}": v for k, v in self.g.items()}}
 
     def state_dict(self) -> dict:
-        cpu = lambda d: {k: v.cpu() for k, v in d.items()}  # noqa: E731
         return {
-            "g": cpu(self.g),
-            "h": {i: cpu(v) for i, v in self.h.items()},
-            "gi": {i: cpu(v) for i, v in self.gi.items()},
+            "g": moved(self.g, "cpu"),
+            "h": per_client_moved(self.h, "cpu"),
+            "gi": per_client_moved(self.gi, "cpu"),
         }
 
     def load_state_dict(self, state: dict) -> None:
         device = next(iter(self.g.values())).device
-        to = lambda d: {k: v.to(device) for k, v in d.items()}  # noqa: E731
-        self.g = to(state["g"])
-        self.h = {int(i): to(v) for i, v in state["h"].items()}
-        self.gi = {int(i): to(v) for i, v in state["gi"].items()}
+        self.g = moved(state["g"], device)
+        self.h = per_client_moved(state["h"], device)
+        self.gi = per_client_moved(state["gi"], device)

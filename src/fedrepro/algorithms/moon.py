@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
-from fedrepro.fl.tensors import put, take
+from fedrepro.fl.tensors import per_client_moved, put, take
 
 PROJECTION = "moon_projection"
 
@@ -83,12 +83,8 @@ class Moon(Algorithm):
         return payload
 
     def state_dict(self) -> dict:
-        return {
-            "previous": {k: {n: t.cpu() for n, t in v.items()} for k, v in self.previous.items()}
-        }
+        return {"previous": per_client_moved(self.previous, "cpu")}
 
     def load_state_dict(self, state: dict) -> None:
         device = next(iter(self._initial.values())).device
-        self.previous = {
-            int(k): {n: t.to(device) for n, t in v.items()} for k, v in state["previous"].items()
-        }
+        self.previous = per_client_moved(state["previous"], device)

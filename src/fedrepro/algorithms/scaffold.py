@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
-from fedrepro.fl.tensors import named_state, take
+from fedrepro.fl.tensors import moved, named_state, per_client_moved, take
 
 
 class Scaffold(Algorithm):
@@ -62,5 +62,5 @@ class Scaffold(Algorithm):
 
     def load_state_dict(self, state: dict) -> None:
         device = next(iter(self.c.values())).device if self.c else "cpu"
-        self.c = {k: v.to(device) for k, v in state["c"].items()}
-        self.ci = {int(k): {n: t.to(device) for n, t in v.items()} for k, v in state["ci"].items()}
+        self.c = moved(state["c"], device)
+        self.ci = per_client_moved(state["ci"], device)

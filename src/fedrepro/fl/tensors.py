@@ -29,6 +29,16 @@ def put(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
         state[k].copy_(v)
 
 
+def moved(tensors: dict[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
+    """The same named tensors on ``device`` (checkpointing moves algorithm state)."""
+    return {k: v.to(device) for k, v in tensors.items()}
+
+
+def per_client_moved(state: dict, device) -> dict[int, dict[str, torch.Tensor]]:
+    """``{client: {name: tensor}}`` on ``device``, client ids as ints (checkpoints may not)."""
+    return {int(k): moved(v, device) for k, v in state.items()}
+
+
 def nbytes(tensors: dict[str, torch.Tensor]) -> int:
     """Bytes on the wire for these tensors, from their dtypes."""
     return sum(t.numel() * t.element_size() for t in tensors.values())

@@ -59,7 +59,8 @@ class SSFPoolViT(nn.Module):
         self.top_c = top_c
         self.scope = scope
         self.reduce_sim = torch.zeros(())
-        for ssf in ssf_modules(self.vit):
+        self._ssfs = ssf_modules(self.vit)  # set on every forward: walk the modules once
+        for ssf in self._ssfs:
             ssf.scope = scope
 
     def train(self, mode: bool = True) -> SSFPoolViT:
@@ -76,7 +77,7 @@ class SSFPoolViT(nn.Module):
             q = self.query.forward_features(x)[:, 0]
         idx, cos = select_top(q, self.keys, self.top_c)
         self.reduce_sim = cos.gather(1, idx).sum(1).mean()
-        for ssf in ssf_modules(self.vit):
+        for ssf in self._ssfs:
             ssf.selection = idx
         return idx
 

@@ -20,7 +20,7 @@ from fedrepro.fl.payload import sent_state_dict, serialized_bytes
 from fedrepro.fl.tensors import nbytes, take
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
-from fedrepro.report.tables import _header_rows, _row_entries, write_table
+from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["make_payload_table", "matches_printed", "measure_payload"]
 
@@ -40,12 +40,16 @@ def matches_printed(value: float, printed: str) -> bool:
 
 def measure_payload(backbone: str, num_classes: int, algorithm: str = "fedavg") -> pd.DataFrame:
     """One row per quantity: scalars, engine bytes per client-round, torch.save bytes."""
-    rows = []
-    for quantity, variant, tuning, what in QUANTITIES:
+    built = {}
+    for tuning in dict.fromkeys(q[2] for q in QUANTITIES):  # each variant built once
         torch.manual_seed(0)
         model = apply_tuning(create_backbone(backbone, num_classes), tuning)
         alg = make_algorithm({"name": algorithm})
         alg.setup(model, 1)
+        built[tuning] = (model, alg)
+    rows = []
+    for quantity, variant, tuning, what in QUANTITIES:
+        model, alg = built[tuning]
         state = sent_state_dict(model, alg) if what == "sent" else model.state_dict()
         file_bytes = serialized_bytes(state)
         rows.append(
@@ -97,7 +101,7 @@ def make_payload_table(manifest: dict[str, Any], out_prefix: str | Path) -> list
         ]
         rows.append({"cells": cells})
     for entry, labels in zip(
-        rows, _row_entries(list(zip(frame["quantity"], frame["variant"], strict=True))), strict=True
+        rows, row_entries(list(zip(frame["quantity"], frame["variant"], strict=True))), strict=True
     ):
         entry["labels"] = labels
     verdict = {
@@ -122,7 +126,7 @@ def make_payload_table(manifest: dict[str, Any], out_prefix: str | Path) -> list
         scale="paper",
         caption_lines=caption,
         row_label_names=["Quantity", "Variant"],
-        header=_header_rows([(c,) for c in columns], []),
+        header=header_rows([(c,) for c in columns], []),
         column_names=columns,
         rows=rows,
         footnotes=[],

@@ -222,7 +222,7 @@ def build_table(
     return Table(frame, rows, columns, row_keys, col_keys, diffs)
 
 
-def _header_rows(col_keys: list[tuple], diff_names: list[str]) -> list[list[dict[str, Any]]]:
+def header_rows(col_keys: list[tuple], diff_names: list[str]) -> list[list[dict[str, Any]]]:
     """Nested html header rows: consecutive columns sharing a label prefix are merged."""
     levels = len(col_keys[0]) if col_keys else 1
     header: list[list[dict[str, Any]]] = []
@@ -260,7 +260,7 @@ def _tex_header_rows(
     return lines
 
 
-def _row_entries(row_keys: list[tuple]) -> list[list[dict[str, Any]]]:
+def row_entries(row_keys: list[tuple]) -> list[list[dict[str, Any]]]:
     """Row-label cells: shown on the first row of a run of equal prefixes, with its rowspan."""
     out = []
     for i, key in enumerate(row_keys):
@@ -339,10 +339,10 @@ def make_table(
     column_names += [d.name for d in diffs]
     cells = frame.to_dict("records")
     width = len(column_names)
-    row_entries = _row_entries(table.row_keys)
+    labels = row_entries(table.row_keys)
     table_rows = [
         {
-            "labels": row_entries[i],
+            "labels": labels[i],
             "cells": [
                 {
                     "text": c["text"],
@@ -363,7 +363,7 @@ def make_table(
         scale=manifest.get("scale", "mini"),
         caption_lines=_caption_lines(manifest, frame, diffs, reported is not None),
         row_label_names=[r.capitalize() for r in table.rows],
-        header=_header_rows(table.col_keys, [d.name for d in diffs]),
+        header=header_rows(table.col_keys, [d.name for d in diffs]),
         column_names=column_names,
         rows=table_rows,
         footnotes=_footnotes(frame),
