@@ -24,7 +24,7 @@ def _pool_model(pool_size=6, top_c=2):
 def test_objective_mixes_cross_entropy_and_key_pull():
     model = _pool_model()
     alg = make_algorithm({"name": "fedins", "key_weight": 0.1})
-    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 0])
+    x, y = torch.randn(4, 3, 16, 16), torch.tensor([0, 1, 2, 0])
     ctx = ClientCtx(0, model, {}, 0.01, 0.0, 4)
     loss = alg.objective(ctx, x, y)
     expected = 0.9 * F.cross_entropy(model(x), y) + 0.1 * (1 - model.reduce_sim)
@@ -35,7 +35,7 @@ def test_objective_mixes_cross_entropy_and_key_pull():
 
 def test_a_round_sends_the_pool_and_leaves_unselected_entries_untouched():
     images, clients = problem(num_clients=2, per_client=8)
-    data = DeviceData(images.images, images.labels, img_size=32)
+    data = DeviceData(images.images, images.labels, img_size=16)
     model = _pool_model(pool_size=6, top_c=1)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     alg = make_algorithm({"name": "fedins"})

@@ -49,7 +49,7 @@ def test_selection_picks_the_c_most_cosine_similar_keys_scale_invariantly():
 
 def test_reduce_sim_is_c_when_selected_keys_are_parallel_to_the_query():
     model = _pool(pool_size=4, top_c=2)
-    x = torch.randn(1, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(1, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         q = model.query.forward_features(x)[:, 0]
         model.keys[:2] = q * torch.tensor([[2.0], [0.5]], dtype=torch.float64)
@@ -61,7 +61,7 @@ def test_reduce_sim_is_c_when_selected_keys_are_parallel_to_the_query():
 
 def test_batched_instance_outputs_equal_per_instance_outputs_and_the_merged_model():
     model = _pool()
-    x = torch.randn(4, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(4, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         batched = model(x)
         idx = model.select(x)
@@ -80,7 +80,7 @@ def test_batched_instance_outputs_equal_per_instance_outputs_and_the_merged_mode
 
 def test_batch_scope_uses_one_ssf_and_equals_instance_scope_for_one_instance():
     inst, batch = _pool(scope="instance"), _pool(scope="batch")
-    x = torch.randn(3, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(3, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         assert (inst(x[:1]) - batch(x[:1])).abs().max() < 1e-10
         assert (inst(x) - batch(x)).abs().max() > 1e-6
@@ -89,7 +89,7 @@ def test_batch_scope_uses_one_ssf_and_equals_instance_scope_for_one_instance():
 def test_only_selected_entries_get_gradients_and_keys_only_through_reduce_sim():
     model = _pool(pool_size=6, top_c=2)
     model.train()
-    x = torch.randn(1, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(1, 3, 16, 16, dtype=torch.float64)
     logits = model(x)
     chosen = set(model.select(x)[0].tolist())
     logits = model(x)

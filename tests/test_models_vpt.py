@@ -32,14 +32,14 @@ def test_token_count_is_cls_plus_prompts_plus_patches(deep):
     seen = []
     for block in vit.blocks:
         block.register_forward_hook(lambda m, i, o: seen.append(o.shape[1]))
-    model(torch.randn(2, 3, 32, 32, dtype=torch.float64))
-    patches = (32 // 4) ** 2
+    model(torch.randn(2, 3, 16, 16, dtype=torch.float64))
+    patches = (16 // 4) ** 2
     assert seen == [1 + 5 + patches] * len(vit.blocks)
 
 
 def test_zero_prompts_is_the_frozen_vit():
     vit = _vit()
-    x = torch.randn(2, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         plain = vit(x)
         prompted = PromptedViT(vit, 0, True).double()(x)
@@ -49,7 +49,7 @@ def test_zero_prompts_is_the_frozen_vit():
 def test_deep_prompts_replace_the_previous_blocks_prompt_outputs():
     vit = _vit()
     model = PromptedViT(vit, 4, True).double().eval()
-    x = torch.randn(2, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         ref = model(x)
 
@@ -85,7 +85,7 @@ def test_prompt_pool_paper_size_and_per_instance_selection():
     assert pool.prompts.numel() + pool.keys.numel() == 25 * (92_160 + 768) == 2_323_200  # "2.32 M"
     torch.manual_seed(0)
     model = apply_tuning(_vit(), "vpt_pool", num_prompts=3, pool_size=5, top_c=2).double().eval()
-    x = torch.randn(3, 3, 32, 32, dtype=torch.float64)
+    x = torch.randn(3, 3, 16, 16, dtype=torch.float64)
     with torch.no_grad():
         batched = model(x)
         assert -2.0 <= float(model.reduce_sim) <= 2.0

@@ -51,3 +51,13 @@ def test_contrastive_term_changes_training_and_remembers_previous_models():
     restored.setup(create_backbone("resnet26_mini", 3), 3)
     restored.load_state_dict(alg.state_dict())
     assert torch.equal(restored.previous[1][key], alg.previous[1][key])
+
+
+def test_projection_none_sends_the_plain_model_and_still_contrasts():
+    fedavg, _ = _run({"name": "fedavg"})
+    moon, alg = _run({"name": "moon", "mu": 1.0, "projection": "none"})
+    assert sorted(moon.shared) == sorted(fedavg.shared)  # nothing beyond the model is sent
+    key = "layer1.0.conv1.conv.weight"
+    assert not torch.equal(moon.shared[key], fedavg.shared[key])
+    with pytest.raises(ValueError, match="projection"):
+        make_algorithm({"name": "moon", "projection": "linear"})

@@ -92,3 +92,16 @@ def test_domain_scheme_needs_domain_ids() -> None:
         make_partition(
             {"scheme": "domain", "clients": 3}, TRAIN_LABELS, TEST_LABELS, num_classes=5, seed=0
         )
+
+
+def test_cap_fraction_keeps_the_first_images_of_every_domain() -> None:
+    """FedIns DomainNet: int(min_len · 0.0125) images per client, the first of each domain."""
+    result = part({"scheme": "domain", "clients": 3, "cap_fraction": 0.0125})
+    cap = int(200 * 0.0125)
+    assert result["params"]["cap"] == cap == 2
+    for d, c in enumerate(result["clients"]):
+        assert sorted(c["train"]) == np.flatnonzero(d == TRAIN_DOMAINS)[:cap].tolist()
+        # the test split stays the whole domain, whatever classes the capped share holds
+        assert sorted(c["test"]) == np.flatnonzero(d == TEST_DOMAINS).tolist()
+    with pytest.raises(ValueError, match="'cap_fraction'"):
+        part({"scheme": "domain", "clients": 6, "clients_per_domain": 2, "cap_fraction": 0.001})

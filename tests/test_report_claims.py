@@ -206,3 +206,24 @@ def test_make_claims_writes_csv_md_html(setup: tuple[dict, Path, Path], tmp_path
     html = (tmp_path / "claims" / "adapters.html").read_text()
     assert '<span class="yes">✓</span>' in html and '<span class="no">✗</span>' in html
     assert "NOT a reproduction" in (tmp_path / "claims" / "adapters.md").read_text()
+
+
+def test_contrast_compares_two_differences(setup: tuple[dict, Path, Path]) -> None:
+    """Adapters cost FedAvg more than FedNova (full − adapter): ours 2 vs −1 on SVHN."""
+    claim = {
+        "id": "contrast",
+        "text": "FedAvg loses more to adapters than FedNova",
+        "kind": "pairwise",
+        "item": "t",
+        "left": {"variant": "full"},
+        "right": {"variant": "adapter"},
+        "pair_on": ["dataset", "algorithm"],
+        "contrast": {"algorithm": ["FedAvg", "FedNova"]},
+        "test": "diff > 0",
+    }
+    frame = evaluate(setup, claim)
+    # ours: SVHN 2 − (−1) = 3, CIFAR-10 10 − 2 = 8; paper: SVHN 1 − 1 = 0 fails
+    assert holds(frame, "contrast") == (False, True)
+    assert "2/2 pass" in frame.loc["contrast", "ours"]
+    with pytest.raises(ValueError, match="'contrast'"):
+        evaluate(setup, {**claim, "contrast": {"variant": ["full", "adapter"]}})

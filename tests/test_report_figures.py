@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from fedrepro.report.figures import make_figure, plot_curves, plot_partition_hist
+from fedrepro.report.figures import make_figure, plot_curves, plot_partition_hist, plot_sweep
 from tests.test_report_results import write_run
 
 
@@ -128,3 +128,23 @@ def test_unknown_figure_kind_names_the_key(tmp_path: Path) -> None:
     manifest = {"paper": "p", "item": "f", "spec": {"figure": "pie"}, "runs": []}
     with pytest.raises(ValueError, match="'figure'"):
         make_figure(manifest, tmp_path, None, tmp_path / "x")
+
+
+def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    entries = []
+    for method, base in (("FedAvg", 50.0), ("FedIns", 60.0)):
+        for beta in ("0.1", "1", "5"):
+            run_id = f"{method}-{beta}"
+            write_run(runs, run_id, base + float(beta))
+            entries.append({"id": run_id, "labels": {"method": method, "beta": beta, "seed": 0}})
+    spec = {"figure": "sweep", "x": "beta", "lines": "method", "metric": "final_acc"}
+    manifest = {"paper": "fedins", "item": "fig5a", "title": "Sweep", "scale": "mini",
+                "spec": spec, "runs": entries}  # fmt: skip
+    fig = plot_sweep(manifest, runs_dir=runs)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
+    assert list(lines["FedIns"].get_xdata()) == [0.1, 1.0, 5.0]
+    assert list(lines["FedIns"].get_ydata()) == pytest.approx([60.1, 61.0, 65.0])
+    plt.close(fig)
+    make_figure(manifest, runs, None, tmp_path / "sweep")
+    assert_images(tmp_path / "sweep")

@@ -163,3 +163,26 @@ def test_bad_spec_names_the_key(tmp_path: Path) -> None:
     manifest = make_manifest(CELLS, LABELS, tmp_path / "runs", spec=bad_diff)
     with pytest.raises(ValueError, match=r"diff\[0\]"):
         make_table(manifest, tmp_path / "runs", tmp_path / "t")
+
+
+def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> None:
+    """FedIns's "82.34(2.32) ↑": the gap to FedAvg in the same column, with its direction."""
+    cells = {
+        ("FedAvg", "CIFAR-100"): (80.0, 1.0),
+        ("FedIns", "CIFAR-100"): (83.0, 1.0),
+        ("SOLO", "CIFAR-100"): (30.0, 1.0),
+    }
+    spec = {
+        "rows": "method",
+        "columns": "dataset",
+        "versus": {"label": "method", "value": "FedAvg"},
+    }
+    manifest = make_manifest(cells, ("method", "dataset"), tmp_path / "runs", spec=spec)
+    make_table(manifest, tmp_path / "runs", tmp_path / "t")
+    body = {row[0]: row[1] for row in md_table(tmp_path / "t.md")[1:]}
+    assert body["FedIns"].endswith("(3.00) ↑")
+    assert body["SOLO"].endswith("(50.00) ↓")
+    assert body["FedAvg"].endswith("(0.00)")
+    with pytest.raises(ValueError, match="'versus'"):
+        make_table({**manifest, "spec": {**spec, "versus": {"label": "dataset"}}},
+                   tmp_path / "runs", tmp_path / "bad")  # fmt: skip

@@ -31,11 +31,25 @@ def test_paper_scale_dag_expands_offline():
     assert tables["train"] == 900
 
 
+def test_fedins_paper_grid():
+    counts = _counts(snakemake("fedins", "-n", "--configfile", "config/paper.yaml").stdout)
+    # Table 1: 3 datasets × 9 methods × 3 seeds = 81; Table 2 adds Prompt, Prompt Pool and
+    # SSF (27; SSF Pool is FedIns); Fig. 5: 7 methods × (11 β + 10 γ) × 3 = 441; Fig. 6:
+    # 3 datasets × (6 new M + 8 new C) × 3 = 126 besides M = 25 / C = 3 of Table 1.
+    assert counts["train"] == 81 + 27 + 441 + 126 == 675
+    assert counts["download_data"] == 3 and counts["fetch_backbone"] == 1
+    tables = _counts(snakemake("fedins_table1", "fedins_table2", "-n", "--configfile",
+                               "config/paper.yaml").stdout)  # fmt: skip
+    assert tables["train"] == 108
+
+
 def test_target_rules_per_item_and_paper():
     res = snakemake("--list-target-rules")
     names = set(res.stdout.split())
     items = {"table1", "table2", "payload", *(f"fig{i}" for i in range(4, 10))}
     assert {"all", "adapters", *(f"adapters_{i}" for i in items)} <= names
+    fedins = {"table1", "table2", "costs", "fig4", "fig5a", "fig5b", "fig6a", "fig6b"}
+    assert {"fedins", *(f"fedins_{i}" for i in fedins)} <= names
 
 
 @pytest.mark.parametrize(

@@ -82,9 +82,13 @@ def pretrain_inputs(wildcards):
 
 def item_inputs(wildcards):
     key = f"{wildcards.paper}/{wildcards.item}"
+    manifest = PLAN.items[key]
+    reported = [manifest["reported"], manifest["spec"].get("reported")]
     return {
         "metrics": [f"{R}/runs/{r}/metrics.json" for r in PLAN.item_runs(key)],
         "partitions": [f"{R}/partitions/{p}.json" for p in PLAN.item_partitions(key)],
+        # an edited transcription rebuilds the items that show it
+        "reported": [path for path in reported if path],
     }
 
 
@@ -126,7 +130,7 @@ def partition_manifest(wildcards):
 
 def item_outputs(paper, item):
     kind = PLAN.items[f"{paper}/{item}"]["kind"]
-    if kind in ("table", "payload"):
+    if kind in ("table", "payload", "parameters"):
         return [f"{R}/tables/{paper}/{item}.{ext}" for ext in ("md", "tex", "csv", "html")]
     return [f"{R}/figures/{paper}/{item}.{ext}" for ext in ("png", "pdf")]
 

@@ -7,7 +7,8 @@ projection of the representation ``forward_head(forward_features(x), pre_logits=
 ``z_g`` the same from the received global model, ``z_prev`` from this client's model after its
 previous round (the initial global model before that). The classifier keeps reading the
 representation (a projection head beside it, not in front of it: no model surgery on timm
-heads). μ = 0 is FedAvg.
+heads). ``projection: none`` contrasts the representation itself and sends only the model
+(FedIns's MOON row counts the plain ViT-B, 85.80 M). μ = 0 is FedAvg.
 """
 
 from __future__ import annotations
@@ -41,14 +42,24 @@ def representation(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 class Moon(Algorithm):
     name = "moon"
 
-    def __init__(self, mu: float = 1.0, temperature: float = 0.5, proj_dim: int = 256, **kw):
+    def __init__(
+        self,
+        mu: float = 1.0,
+        temperature: float = 0.5,
+        proj_dim: int = 256,
+        projection: str = "mlp",
+        **kw,
+    ):
         super().__init__(**kw)
+        if projection not in ("mlp", "none"):
+            raise ValueError(f"algorithm.projection: '{projection}' (allowed: mlp, none)")
         self.mu, self.temperature, self.proj_dim = float(mu), float(temperature), int(proj_dim)
+        self.projection = projection
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         if not hasattr(model, "forward_features"):
             raise ValueError(f"moon needs forward_features/forward_head; {type(model).__name__}")
-        if not hasattr(model, PROJECTION):
+        if self.projection == "mlp" and not hasattr(model, PROJECTION):
             d = model.num_features
             device = next(model.parameters()).device
             head = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, self.proj_dim))
@@ -71,11 +82,14 @@ class Moon(Algorithm):
         ce = F.cross_entropy(model.get_classifier()(feats), y)
         if self.mu == 0.0:
             return ce
-        z = getattr(model, PROJECTION)(feats)
+        z = self._project(model, feats)
         with torch.no_grad():
-            z_g = getattr(self._global_ref, PROJECTION)(representation(self._global_ref, x))
-            z_p = getattr(self._prev_ref, PROJECTION)(representation(self._prev_ref, x))
+            z_g = self._project(self._global_ref, representation(self._global_ref, x))
+            z_p = self._project(self._prev_ref, representation(self._prev_ref, x))
         return ce + self.mu * contrastive_loss(z, z_g, z_p, self.temperature)
+
+    def _project(self, model: nn.Module, feats: torch.Tensor) -> torch.Tensor:
+        return getattr(model, PROJECTION)(feats) if self.projection == "mlp" else feats
 
     def client_end(self, ctx: ClientCtx) -> Payload:
         payload = super().client_end(ctx)

@@ -34,6 +34,7 @@ from fedrepro.data.partition_common import (
 from fedrepro.data.partition_domain import domain, leave_one_domain_out
 from fedrepro.data.partition_feature import feature_noise, fedpce_degradation
 from fedrepro.data.partition_label import dirichlet, fedhpl_overlap, iid, label_quantity
+from fedrepro.data.styles import assign_styles
 
 SchemeFn = Callable[[Params, PartitionData, np.random.Generator], list[ClientPart]]
 
@@ -59,7 +60,7 @@ SCHEMES: dict[str, Scheme] = {
     "fedpce_degradation": Scheme(fedpce_degradation),
 }
 
-META_KEYS = ("scheme", "clients", "test_mode", "seed")
+META_KEYS = ("scheme", "clients", "test_mode", "seed", "styles", "styled_fraction")
 
 
 def make_partition(
@@ -114,9 +115,25 @@ def make_partition(
     if len(clients) != num_clients:
         raise AssertionError(f"scheme {name} built {len(clients)} clients, not {num_clients}")
 
-    test_rng, rerun_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    streams = np.random.SeedSequence(seed).spawn(3)
+    test_rng, rerun_rng, style_rng = (np.random.default_rng(s) for s in streams)
     tests = _test_lists(scheme, name, spec, test_mode, clients, data, test_rng, rerun_rng)
-    return _to_json_dict(name, params.resolved, seed, test_mode, clients, tests, data)
+    resolved = dict(params.resolved)
+    if spec.get("styles"):
+        resolved |= _assign_styles(spec, clients, style_rng)
+    return _to_json_dict(name, resolved, seed, test_mode, clients, tests, data)
+
+
+def _assign_styles(
+    spec: dict[str, Any], clients: list[ClientPart], rng: np.random.Generator
+) -> dict[str, Any]:
+    """FedIns's intra-client knob (``fedrepro.data.styles``): a style id per training image."""
+    styles, fraction = spec["styles"], spec.get("styled_fraction")
+    if not isinstance(styles, int) or isinstance(styles, bool) or styles < 0:
+        raise ValueError(f"partition spec: key 'styles' is {styles!r}; expected an int >= 0")
+    for client in clients:
+        client.style = assign_styles(len(client.train), styles, rng, fraction)
+    return {"styles": styles, "styled_fraction": fraction}
 
 
 def partition_files(
@@ -268,6 +285,7 @@ def _to_json_dict(
             "transform": client.transform,
             "domain": client.domain,
             "new": bool(client.new),
+            **({} if client.style is None else {"style": client.style.tolist()}),
         }
         for client, test in zip(clients, tests, strict=True)
     ]

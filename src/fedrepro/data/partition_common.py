@@ -40,6 +40,7 @@ class ClientPart:
     transform: dict[str, Any] | None = None
     domain: str | None = None
     new: bool = False
+    style: np.ndarray | None = None  # per training image, 0 = unchanged (data.styles)
 
 
 class Params:

@@ -36,12 +36,23 @@ def domain(p: Params, data: PartitionData, rng: np.random.Generator) -> list[Cli
             f"partition scheme 'domain': key 'clients' is {data.num_clients}; expected "
             f"{len(selected)} domains x {per_domain} clients_per_domain"
         )
+    members_of = {d: np.flatnonzero(train_domains == d) for d in selected}
+    for d in selected:
+        _require_members(d, members_of[d], data)
+    if p.has("cap_fraction"):
+        fraction = p.number("cap_fraction", lo=0, hi=1, lo_open=True)
+        cap = int(min(len(m) for m in members_of.values()) * fraction)
+        if cap < per_domain:
+            raise p.error("cap_fraction", f"is {fraction}: {cap} images per domain is too few")
+        p.resolved["cap"] = cap
+        members_of = {d: m[:cap] for d, m in members_of.items()}
     clients = []
     for d in selected:
-        members = np.flatnonzero(train_domains == d)
-        _require_members(d, members, data)
-        for part in stratified_split(members, data.train_labels, per_domain, rng):
-            clients.append(ClientPart(part, domain=data.domain_names[d]))
+        # a lone client of a domain tests on all of that domain's test images, even the
+        # classes a capped training share happens to miss
+        test = np.flatnonzero(data.test_domains == d) if per_domain == 1 else None
+        for part in stratified_split(members_of[d], data.train_labels, per_domain, rng):
+            clients.append(ClientPart(part, test, domain=data.domain_names[d]))
     mark_new_clients(clients, per_domain, new_fraction, rng)
     return clients
 

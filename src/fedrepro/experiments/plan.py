@@ -65,7 +65,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
 
 
 def _grid_points(doc: dict, name: str):
-    grid = doc["grids"][name]
+    grid = {k: v for k, v in doc["grids"][name].items() if k != "seeds"}
     axes = list(grid)
     for a in axes:
         if a not in doc["axes"]:
@@ -90,7 +90,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             cfg = doc["defaults"]
             for axis, value in labels.items():
                 cfg = deep_merge(cfg, doc["axes"][axis][value])
-            for seed in doc["seeds"]:
+            for seed in doc["grids"][gname].get("seeds", doc["seeds"]):
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
                 rid = run_id(run)
                 plan.runs.setdefault(rid, run)
@@ -106,6 +106,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             pid = plan.runs[r["id"]]["partition_id"]
             keep = spec.get("partition_labels", ["dataset", "partition", "seed"])
             parts.setdefault(pid, {k: v for k, v in r["labels"].items() if k in keep})
+        configs = _source_configs(plan, grid_runs, spec.get("sources", []), item)
         plan.items[f"{paper}/{item}"] = {
             "paper": paper,
             "item": item,
@@ -117,6 +118,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             "runs": runs,
             "partitions": [{"id": k, "labels": v} for k, v in parts.items()],
             "reported": doc.get("reported"),
+            **({"configs": configs} if configs else {}),
         }
         plan.papers[paper].append(item)
     plan.claims[paper] = {
@@ -125,6 +127,36 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
         "claims": doc.get("claims", []),
         "reported": doc.get("reported"),
     }
+
+
+def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str) -> list[dict]:
+    """Structural items (``parameters``): the model and algorithm of each row of each source
+    (``{grid, rows, where}``), taken from the grid's first run with that row label."""
+    configs = []
+    for i, source in enumerate(sources):
+        if source.get("grid") not in grid_runs:
+            raise ConfigError(
+                f"items.{item}.sources[{i}].grid: unknown grid {source.get('grid')!r}"
+            )
+        seen = set()
+        for r in grid_runs[source["grid"]]:
+            label = r["labels"].get(source["rows"])
+            if label is None:
+                raise ConfigError(f"items.{item}.sources[{i}].rows: no label {source['rows']!r}")
+            if label in seen or not _selected(r["labels"], source.get("where")):
+                continue
+            seen.add(label)
+            run = plan.runs[r["id"]]
+            configs.append(
+                {
+                    "row": source["rows"],
+                    "label": label,
+                    "model": run["model"],
+                    "algorithm": run["algorithm"],
+                    "clients": run["partition"]["clients"],
+                }
+            )
+    return configs
 
 
 def _selected(labels: dict, where: dict | None) -> bool:
@@ -153,7 +185,8 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": seed})
     plan.datasets.setdefault(dataset, run["data"])
     if run["model"].get("pretrained", True):
-        pre = scale_cfg.get("pretrain", {})
+        pre = dict(scale_cfg.get("pretrain", {}))
+        pre.update(pre.pop("per_backbone", {}).get(backbone, {}))
         plan.backbones.setdefault(backbone, {"mode": "pretrain" if pre else "fetch", **pre})
         if pre:
             plan.datasets.setdefault(pre["dataset"], pre.get("data", run["data"]))

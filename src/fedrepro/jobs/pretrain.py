@@ -36,7 +36,9 @@ def pretrain_backbone(
     acc = 0.0
     for epoch in range(1, int(cfg["epochs"]) + 1):
         t0 = time.perf_counter()
-        _, loss = train_epochs(model, train, idx, {**cfg, "optimizer": "sgd"}, cfg["lr"], 1, gen)
+        _, loss = train_epochs(
+            model, train, idx, {**cfg, "optimizer": cfg.get("optimizer", "sgd")}, cfg["lr"], 1, gen
+        )
         correct, _ = predict(model, test, torch.arange(len(test.labels), device=dev))
         acc = 100.0 * float(correct.float().mean())
         print(

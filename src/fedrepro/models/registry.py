@@ -131,7 +131,7 @@ BACKBONES: dict[str, BackboneSpec] = {
         "vit",
         None,
         "vit_tiny_mini",
-        32,
+        16,  # the mini datasets' size: 16 tokens of 4×4 patches
         "workflow",
         kwargs={"patch_size": 4, "embed_dim": 64, "depth": 4, "num_heads": 4},
     ),

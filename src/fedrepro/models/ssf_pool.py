@@ -71,6 +71,11 @@ class SSFPoolViT(nn.Module):
     def get_classifier(self) -> nn.Module:
         return nn.Identity()  # heads live in the pool; nothing is a plain classifier
 
+    def inference_extras(self) -> list[nn.Parameter]:
+        """What a deployed model keeps beyond the backbone and its heads: the SSF pool cannot
+        be merged ahead of the input that selects from it, so it stays, with its keys."""
+        return [p for ssf in self._ssfs for p in ssf.parameters()] + [self.keys]
+
     def select(self, x: torch.Tensor) -> torch.Tensor:
         """Pick entries for each instance; sets every SSF's selection and ``reduce_sim``."""
         with torch.no_grad():

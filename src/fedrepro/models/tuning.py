@@ -21,7 +21,7 @@ from fedrepro.models.ssf import add_ssf
 from fedrepro.models.ssf_pool import SSFPoolViT
 from fedrepro.models.vpt import PromptedViT
 
-__all__ = ["TUNINGS", "apply_tuning", "frozen_keys"]
+__all__ = ["TUNINGS", "apply_tuning", "frozen_keys", "new_at_inference"]
 
 TUNINGS = ("full", "adapters", "ssf", "ssf_pool", "vpt_deep", "vpt_shallow", "vpt_pool")
 OPTIONS = {
@@ -59,3 +59,11 @@ def apply_tuning(model: nn.Module, tuning: str = "full", **options: Any) -> nn.M
 def frozen_keys(model: nn.Module) -> list[str]:
     """Names of the parameters that are not trained (and so never sent)."""
     return [n for n, p in model.named_parameters() if not p.requires_grad]
+
+
+def new_at_inference(model: nn.Module) -> int:
+    """Scalars a deployed model holds beyond the pretrained backbone and its classifier(s)
+    (FedIns's "#New.Param."): SSF and adapters fold into the weights they follow and add
+    none; prompts, SSF pools and their keys stay (``inference_extras`` of the wrappers)."""
+    extras = getattr(model, "inference_extras", None)
+    return sum(p.numel() for p in extras()) if extras is not None else 0

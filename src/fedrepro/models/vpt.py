@@ -59,6 +59,10 @@ class PromptedViT(nn.Module):
             self.keys = nn.Parameter(torch.empty(pool_size, dim))
             nn.init.trunc_normal_(self.keys, std=0.02)
 
+    def inference_extras(self) -> list[nn.Parameter]:
+        """Prompt tokens (and a pool's keys) stay in the deployed model: they never merge."""
+        return [self.prompts] + ([self.keys] if hasattr(self, "keys") else [])
+
     def train(self, mode: bool = True) -> PromptedViT:
         super().train(mode)
         if hasattr(self, "query"):

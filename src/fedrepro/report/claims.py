@@ -27,7 +27,7 @@ from fedrepro.report.templates import render, scale_note
 KINDS = ("pairwise", "constant", "rank")
 COMMON_KEYS = ("id", "text", "kind", "item", "stat", "metric", "note")
 KIND_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "pairwise": (("left", "right", "pair_on", "test"), ("quantifier",)),
+    "pairwise": (("left", "right", "pair_on", "test"), ("quantifier", "contrast")),
     "constant": (("select", "test"), ("quantifier",)),
     "rank": (("select",), ("group_by", "among", "rank", "quantifier")),
 }
@@ -83,6 +83,7 @@ class Claim:
     group_by: list[str] = field(default_factory=list)
     among: dict[str, Any] = field(default_factory=dict)
     rank: str = "max"
+    contrast: tuple[str, str, str] | None = None  # (label, first, second)
 
 
 def _fail(cid: str, key: str, why: str) -> ValueError:
@@ -156,6 +157,7 @@ def parse_claim(raw: Any, index: int) -> Claim:
     rank = raw.get("rank", "max")
     if rank not in ("max", "min"):
         raise _fail(cid, "rank", f"must be 'max' or 'min', got {rank!r}")
+    pair_on = _label_names(cid, "pair_on", raw.get("pair_on", []), kind != "pairwise")
     return Claim(
         id=cid,
         text=raw["text"],
@@ -167,12 +169,22 @@ def parse_claim(raw: Any, index: int) -> Claim:
         test=test,
         left=_selection(cid, "left", raw["left"]) if "left" in raw else {},
         right=_selection(cid, "right", raw["right"]) if "right" in raw else {},
-        pair_on=_label_names(cid, "pair_on", raw.get("pair_on", []), kind != "pairwise"),
+        pair_on=pair_on,
         select=_selection(cid, "select", raw["select"]) if "select" in raw else {},
         group_by=_label_names(cid, "group_by", raw.get("group_by", []), True),
         among=_selection(cid, "among", raw.get("among", {})),
         rank=rank,
+        contrast=_contrast(cid, raw["contrast"], pair_on) if "contrast" in raw else None,
     )
+
+
+def _contrast(cid: str, value: Any, pair_on: list[str]) -> tuple[str, str, str]:
+    """``{label: [first, second]}``: the claim tests quantity(first) − quantity(second)."""
+    ok = isinstance(value, dict) and len(value) == 1
+    label, pair = next(iter(value.items())) if ok else (None, None)
+    if not ok or label not in pair_on or not isinstance(pair, list) or len(pair) != 2:
+        raise _fail(cid, "contrast", "must map one pair_on label to a list of two values")
+    return str(label), str(pair[0]), str(pair[1])
 
 
 # ---------------------------------------------------------------- cells (paper and ours)
@@ -296,11 +308,32 @@ def _eval_pairwise(claim: Claim, frame: pd.DataFrame) -> Outcome:
     both = left.index.intersection(right.index, sort=False)
     a, b = left[both], right[both]
     quantity = {"diff": a - b, "abs_diff": (a - b).abs(), "ratio": a / b}[claim.test.quantity]
-    holds, summary, detail = _quantify(quantity, claim.test, claim.quantifier, "pair")
+    unit = "pair"
+    if claim.contrast is not None:
+        quantity, unit = _contrasted(quantity, claim.pair_on, claim.contrast), "contrast"
+    holds, summary, detail = _quantify(quantity, claim.test, claim.quantifier, unit)
     unpaired = len(left.index.union(right.index)) - len(both)
     if unpaired:
         detail = "; ".join(filter(None, [detail, f"{unpaired} unpaired units ignored"]))
     return holds, summary, detail
+
+
+def _contrasted(
+    quantity: pd.Series, pair_on: list[str], contrast: tuple[str, str, str]
+) -> pd.Series:
+    """quantity(first) − quantity(second) for each setting of the other pair_on labels."""
+    label, first, second = contrast
+    at = pair_on.index(label)
+    parts = {key: key.split("·") for key in quantity.index}
+    out = {}
+    for key, labels in parts.items():
+        if len(labels) != len(pair_on) or labels[at] != first:
+            continue
+        rest = labels[:at] + labels[at + 1 :]
+        partner = "·".join(labels[:at] + [second] + labels[at + 1 :])
+        if partner in quantity.index:
+            out["·".join(rest) or f"{first} vs {second}"] = quantity[key] - quantity[partner]
+    return pd.Series(out, dtype=float)
 
 
 def _eval_constant(claim: Claim, frame: pd.DataFrame) -> Outcome:

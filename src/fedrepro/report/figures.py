@@ -13,6 +13,10 @@
 ``bars``
     a metrics.json key (``metric``) per ``groups`` label (x axis), one bar per ``bars``
     label, mean over seeds with std error bars; optional ``panels`` label.
+``sweep``
+    a metrics.json key (``metric``) against the values of one label (``x``: numeric
+    labels are placed at their value, others evenly), one line per ``lines`` label, mean
+    over seeds with a ±std band; optional ``panels`` label and ``xlabel``.
 
 Every figure carries the manifest title and, in a corner, the scale it was made at.
 """
@@ -233,6 +237,23 @@ def plot_partition_hist(
     return fig
 
 
+def _cell_panels(
+    manifest: dict[str, Any],
+    runs_dir: str | Path,
+    metric: str,
+    panels: list[str],
+    labels: list[str],
+):
+    """Per-cell stats over seeds of a metrics.json value, and the panel grid they fill."""
+    where = f"{manifest.get('paper')}/{manifest.get('item')}"
+    runs = results.runs_frame(manifest, runs_dir, metric)
+    results.check_cells_unique(runs, panels + labels, where)
+    stats = results.cell_stats(runs, panels + labels) if not runs.empty else runs
+    keys, pos, n_rows, n_cols = _layout_panels(stats, panels)
+    fig, axes = _panel_grid(n_rows, n_cols)
+    return stats, keys, pos, fig, axes
+
+
 def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.Figure:
     """A metrics.json value per group with std error bars; missing cells are labelled n/a."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
@@ -241,11 +262,7 @@ def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.F
     groups = _labels(spec, "groups", where, required=True)
     bars = _labels(spec, "bars", where)
     panels = _labels(spec, "panels", where)
-    runs = results.runs_frame(manifest, runs_dir, metric)
-    results.check_cells_unique(runs, panels + groups + bars, where)
-    stats = results.cell_stats(runs, panels + groups + bars) if not runs.empty else runs
-    keys, pos, n_rows, n_cols = _layout_panels(stats, panels)
-    fig, axes = _panel_grid(n_rows, n_cols)
+    stats, keys, pos, fig, axes = _cell_panels(manifest, runs_dir, metric, panels, groups + bars)
     group_keys = results.unique_keys(stats, groups) if not stats.empty else []
     bar_keys = results.unique_keys(stats, bars) if not stats.empty else [()]
     width = 0.8 / max(len(bar_keys), 1)
@@ -293,10 +310,60 @@ def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.F
     return fig
 
 
+def _positions(values: list[str]) -> tuple[np.ndarray, bool]:
+    """x positions of label values: the numbers themselves when all are numeric."""
+    try:
+        return np.array([float(v) for v in values]), True
+    except ValueError:
+        return np.arange(len(values), dtype=float), False
+
+
+def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.Figure:
+    """A metrics.json value against a swept label, one line per method, ±std band."""
+    where = f"{manifest.get('paper')}/{manifest.get('item')}"
+    spec = manifest.get("spec", {})
+    metric = spec.get("metric", "final_acc")
+    x_label = _labels(spec, "x", where, required=True)
+    if len(x_label) != 1:
+        raise ValueError(f"{where}: spec key 'x' must name one label")
+    lines = _labels(spec, "lines", where, required=True)
+    panels = _labels(spec, "panels", where)
+    stats, keys, pos, fig, axes = _cell_panels(manifest, runs_dir, metric, panels, x_label + lines)
+    x_values = [k[0] for k in results.unique_keys(stats, x_label)] if not stats.empty else []
+    xs, numeric = _positions([str(v) for v in x_values])
+    line_keys = results.unique_keys(stats, lines) if not stats.empty else []
+    for key in keys:
+        ax = axes[pos[key]]
+        sub = _select(stats, panels, key)
+        for i, lkey in enumerate(line_keys):
+            cells = _select(sub, lines, lkey)
+            mean, std = np.full(len(xs), np.nan), np.full(len(xs), np.nan)
+            for j, value in enumerate(x_values):
+                cell = _select(cells, x_label, (value,))
+                if len(cell):
+                    mean[j], std[j] = float(cell["mean"].iloc[0]), float(cell["std"].iloc[0])
+            color = f"C{i % 10}"
+            ax.plot(xs, mean, "o-", color=color, ms=3, lw=1.3, label=_key_text(lkey))
+            band = np.nan_to_num(std)
+            ax.fill_between(xs, mean - band, mean + band, color=color, alpha=0.15)
+        if not numeric:
+            ax.set_xticks(xs, [str(v) for v in x_values], fontsize=7)
+        ax.set_xlabel(spec.get("xlabel", x_label[0]))
+        ax.set_ylabel(metric_name(metric, spec.get("ylabel")))
+        ax.set_title(_key_text(key) if key else "", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    if not keys:
+        _empty_panel(axes[0, 0], "no finished runs")
+    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
+    return fig
+
+
 PLOTTERS: dict[str, Callable[..., plt.Figure]] = {
     "curves": plot_curves,
     "partition_hist": plot_partition_hist,
     "bars": plot_bars,
+    "sweep": plot_sweep,
 }
 
 

@@ -21,6 +21,10 @@ Item spec keys (``manifest["spec"]``):
     Adapters paper's "Average difference" column (hence its negative ±); ``pm: none``
     prints no ±. ``reported`` names the labels that find the paper's value for the
     column (default: every other column label set to ``name``).
+``versus``
+    optional ``{label, value}`` (``label`` one of ``rows``): every measured cell also shows
+    ``(|Δ|) ↑/↓``, its difference to the row with ``label = value`` in the same column
+    (FedIns's arrows against FedAvg).
 """
 
 from __future__ import annotations
@@ -147,6 +151,26 @@ def _diff_cell(
     return {"mean": mean, "std": std, "n": len(pairs), "expected": len(lefts)}
 
 
+def _versus_text(
+    stats: dict[tuple, dict[str, Any]],
+    rows: list[str],
+    row_key: tuple,
+    col_key: tuple,
+    versus: dict[str, Any],
+    mean: float,
+    fmt: str,
+) -> str:
+    """`` (|Δ|) ↑`` / ``↓`` against the reference row; empty when either side is missing."""
+    at = rows.index(versus["label"])
+    ref_key = (*row_key[:at], str(versus["value"]), *row_key[at + 1 :])
+    ref = stats.get((*ref_key, *col_key))
+    if ref is None or not (math.isfinite(mean) and math.isfinite(ref["mean"])):
+        return ""
+    delta = mean - ref["mean"]
+    arrow = "↑" if delta > 0 else "↓" if delta < 0 else ""
+    return f" ({fmt.format(abs(delta))}){' ' + arrow if arrow else ''}"
+
+
 def build_table(
     manifest: dict[str, Any], runs_dir: str | Path, reported: pd.DataFrame | None
 ) -> Table:
@@ -158,6 +182,9 @@ def build_table(
     metric = spec.get("metric", "final_acc")
     fmt = _parse_fmt(spec, where)
     diffs = _parse_diffs(spec, columns, where)
+    versus = spec.get("versus")
+    if versus is not None and (not isinstance(versus, dict) or versus.get("label") not in rows):
+        raise ValueError(f"{where}: spec key 'versus' must be {{label: <one of {rows}>, value}}")
 
     runs = results.runs_frame(manifest, runs_dir, metric)
     results.check_cells_unique(runs, rows + columns, where)
@@ -201,6 +228,8 @@ def build_table(
                 text += DAGGER
             if st is not None and 0 < st["n_present"] < st["n"]:
                 text += PARTIAL
+            if versus is not None and st is not None:
+                text += _versus_text(stats, rows, row_key, col_key, versus, st["mean"], fmt)
             paper = results.lookup_reported(reported, item, {**row_labels, **col_labels})
             column = " / ".join(col_labels.values())
             labels = {**row_labels, **col_labels}
