@@ -171,6 +171,7 @@ def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> Non
         ("FedAvg", "CIFAR-100"): (80.0, 1.0),
         ("FedIns", "CIFAR-100"): (83.0, 1.0),
         ("SOLO", "CIFAR-100"): (30.0, 1.0),
+        ("Prompt", "CIFAR-100"): (80.001, 1.0),
     }
     spec = {
         "rows": "method",
@@ -183,6 +184,7 @@ def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> Non
     assert body["FedIns"].endswith("(3.00) ↑")
     assert body["SOLO"].endswith("(50.00) ↓")
     assert body["FedAvg"].endswith("(0.00)")
+    assert body["Prompt"].endswith("(0.00)")  # a gap that prints as zero has no arrow
     with pytest.raises(ValueError, match="'versus'"):
         make_table({**manifest, "spec": {**spec, "versus": {"label": "dataset"}}},
                    tmp_path / "runs", tmp_path / "bad")  # fmt: skip

@@ -167,8 +167,10 @@ def _versus_text(
     if ref is None or not (math.isfinite(mean) and math.isfinite(ref["mean"])):
         return ""
     delta = mean - ref["mean"]
-    arrow = "↑" if delta > 0 else "↓" if delta < 0 else ""
-    return f" ({fmt.format(abs(delta))}){' ' + arrow if arrow else ''}"
+    shown = fmt.format(abs(delta))
+    # no arrow for a gap that prints as zero
+    arrow = "" if float(shown) == 0 else "↑" if delta > 0 else "↓"
+    return f" ({shown}){' ' + arrow if arrow else ''}"
 
 
 def build_table(
