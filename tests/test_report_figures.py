@@ -146,5 +146,15 @@ def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
     assert list(lines["FedIns"].get_xdata()) == [0.1, 1.0, 5.0]
     assert list(lines["FedIns"].get_ydata()) == pytest.approx([60.1, 61.0, 65.0])
     plt.close(fig)
+    # the paper's printed values (a text gives a few) go on their own axis at mini scale
+    (tmp_path / "rep.csv").write_text(
+        "item,method,beta,value,source\nfig5a,FedIns,0.1,85.13,§4.4\n"
+    )
+    fig = plot_sweep({**manifest, "reported": str(tmp_path / "rep.csv")}, runs_dir=runs)
+    paper_axis = fig.axes[-1]
+    assert paper_axis is not fig.axes[0]
+    (diamond,) = [ln for ln in paper_axis.lines if ln.get_marker() == "D"]
+    assert list(diamond.get_xdata()) == [0.1] and list(diamond.get_ydata()) == [85.13]
+    plt.close(fig)
     make_figure(manifest, runs, None, tmp_path / "sweep")
     assert_images(tmp_path / "sweep")

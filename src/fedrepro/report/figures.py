@@ -16,7 +16,8 @@
 ``sweep``
     a metrics.json key (``metric``) against the values of one label (``x``: numeric
     labels are placed at their value, others evenly), one line per ``lines`` label, mean
-    over seeds with a ±std band; optional ``panels`` label and ``xlabel``.
+    over seeds with a ±std band; optional ``panels`` label and ``xlabel``. Values the
+    paper prints for the item (its reported CSV) are drawn as hollow diamonds.
 
 Every figure carries the manifest title and, in a corner, the scale it was made at.
 """
@@ -332,9 +333,11 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
     x_values = [k[0] for k in results.unique_keys(stats, x_label)] if not stats.empty else []
     xs, numeric = _positions([str(v) for v in x_values])
     line_keys = results.unique_keys(stats, lines) if not stats.empty else []
+    reported = results.read_reported(manifest.get("reported"))
     for key in keys:
         ax = axes[pos[key]]
         sub = _select(stats, panels, key)
+        paper_ax = None
         for i, lkey in enumerate(line_keys):
             cells = _select(sub, lines, lkey)
             mean, std = np.full(len(xs), np.nan), np.full(len(xs), np.nan)
@@ -346,6 +349,14 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
             ax.plot(xs, mean, "o-", color=color, ms=3, lw=1.3, label=_key_text(lkey))
             band = np.nan_to_num(std)
             ax.fill_between(xs, mean - band, mean + band, color=color, alpha=0.15)
+            px, py = _paper_points(reported, manifest, lines, lkey, x_label[0], x_values, xs)
+            if px:
+                if paper_ax is None:  # mini numbers sit far below the paper's: own axis
+                    mini = manifest.get("scale", "mini") == "mini"
+                    paper_ax = ax.twinx() if mini else ax
+                    if mini:
+                        paper_ax.set_ylabel("paper's printed values (◇, right axis)", fontsize=7)
+                paper_ax.plot(px, py, "D", mfc="none", color=color, ms=6)
         if not numeric:
             ax.set_xticks(xs, [str(v) for v in x_values], fontsize=7)
         ax.set_xlabel(spec.get("xlabel", x_label[0]))
@@ -357,6 +368,28 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
         _empty_panel(axes[0, 0], "no finished runs")
     _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
     return fig
+
+
+def _paper_points(
+    reported: pd.DataFrame | None,
+    manifest: dict[str, Any],
+    lines: list[str],
+    lkey: tuple,
+    x_label: str,
+    x_values: list,
+    xs: np.ndarray,
+) -> tuple[list[float], list[float]]:
+    """The paper's printed values on one line of a sweep (the few a text gives)."""
+    if reported is None or x_label not in reported or "item" not in reported:
+        return [], []
+    rows = reported[reported["item"] == manifest.get("item")]
+    for name, value in zip(lines, lkey, strict=True):
+        if name in rows:
+            rows = rows[rows[name] == str(value)]
+    where = {str(v): x for v, x in zip(x_values, xs, strict=True)}
+    pairs = zip(rows[x_label], rows["value"], strict=True)
+    points = [(where[v], float(y)) for v, y in pairs if v in where]
+    return [p[0] for p in points], [p[1] for p in points]
 
 
 PLOTTERS: dict[str, Callable[..., plt.Figure]] = {
