@@ -136,6 +136,22 @@ def _idx_files(
     )
 
 
+def _liyxi_release(
+    dataset: str, repo: str, pattern: str, md5s: tuple[str, str], note: str
+) -> tuple[RemoteFile, ...]:
+    """The train and test files of one of liyxi's GitHub "data" releases."""
+    return tuple(
+        RemoteFile(
+            dataset,
+            pattern.format(split=split),
+            f"{_LIYXI_URL}{repo}/releases/download/data/{pattern.format(split=split)}",
+            md5=md5,
+            note=note,
+        )
+        for split, md5 in zip(("train", "test"), md5s, strict=True)
+    )
+
+
 _DOMAINNET_ZIPS = (  # (domain, url path, sha256 from TFDS, size)
     (
         "clipart",
@@ -306,19 +322,13 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         image_size=32,
         splits=("train", "test"),
         parser="synthdigits",
-        remote=tuple(
-            RemoteFile(
-                "synthdigits",
-                f"synth_{s}.pt.gz",
-                f"{_LIYXI_URL}synthetic-digits/releases/download/data/synth_{s}.pt.gz",
-                md5=m,
-                note="Alternative (FedBN / Digit-5 Google-Drive zips): stage "
-                "synth_train_32x32.mat and synth_test_32x32.mat instead.",
-            )
-            for s, m in (
-                ("train", "d0e99daf379597e57448a89fc37ae5cf"),
-                ("test", "669d94c04d1c91552103e9aded0ee625"),
-            )
+        remote=_liyxi_release(
+            "synthdigits",
+            "synthetic-digits",
+            "synth_{split}.pt.gz",
+            ("d0e99daf379597e57448a89fc37ae5cf", "669d94c04d1c91552103e9aded0ee625"),
+            "Alternative (FedBN / Digit-5 Google-Drive zips): stage "
+            "synth_train_32x32.mat and synth_test_32x32.mat instead.",
         ),
     ),
     DatasetSpec(
@@ -328,19 +338,13 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         image_size=28,
         splits=("train", "test"),
         parser="mnistm",
-        remote=tuple(
-            RemoteFile(
-                "mnistm",
-                f"mnist_m_{s}.pt.tar.gz",
-                f"{_LIYXI_URL}mnist-m/releases/download/data/mnist_m_{s}.pt.tar.gz",
-                md5=m,
-                note="Alternative: stage a folder tree mnist_m/<split>/<digit>/*.png or the "
-                "original mnist_m_<split>/ + mnist_m_<split>_labels.txt.",
-            )
-            for s, m in (
-                ("train", "191ed53db9933bd85cc9700558847391"),
-                ("test", "e11cb4d7fff76d7ec588b1134907db59"),
-            )
+        remote=_liyxi_release(
+            "mnistm",
+            "mnist-m",
+            "mnist_m_{split}.pt.tar.gz",
+            ("191ed53db9933bd85cc9700558847391", "e11cb4d7fff76d7ec588b1134907db59"),
+            "Alternative: stage a folder tree mnist_m/<split>/<digit>/*.png or the "
+            "original mnist_m_<split>/ + mnist_m_<split>_labels.txt.",
         ),
     ),
     DatasetSpec(

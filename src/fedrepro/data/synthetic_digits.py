@@ -187,13 +187,21 @@ def _usps(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
     return R.add_noise(img / img.amax((2, 3), keepdim=True).clamp_min(1e-3), gen, 0.03, 0.03)
 
 
+def _printed_digits(
+    labels: Tensor, size: int, gen: torch.Generator, style: dict, chance: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Digit masks with neighbours (with probability ``chance``) and contrasting colours."""
+    mask = draw_glyphs(labels, DIGITS, size, gen, **style)
+    mask = torch.maximum(mask, _neighbours(len(labels), size, gen, style, chance=chance))
+    bg, ink = _contrasting_colours(gen, len(labels))
+    return mask, bg, ink
+
+
 def _svhn(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
     """Printed digit with neighbours on a photo-like, unevenly lit, blurred background."""
     n = len(labels)
     style = {"scale": (0.5, 0.7), "width": (0.1, 0.2), "wobble": 0.35}
-    mask = draw_glyphs(labels, DIGITS, size, gen, **style)
-    mask = torch.maximum(mask, _neighbours(n, size, gen, style, chance=0.75))
-    bg, ink = _contrasting_colours(gen, n)
+    mask, bg, ink = _printed_digits(labels, size, gen, style, chance=0.75)
     bg = bg + R.fractal_noise(gen, n, 3, size) * R.uniform(gen, n, 0.05, 0.25).view(-1, 1, 1, 1)
     x, y = R.grid(size)
     light = R.uniform(gen, n, -0.25, 0.25).view(-1, 1, 1, 1) * (x + y).unsqueeze(0)
@@ -205,9 +213,7 @@ def _synthdigits(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
     """Font-like digits on a flat colour, sometimes with neighbours, lightly blurred."""
     n = len(labels)
     style = {"scale": (0.55, 0.75), "width": (0.1, 0.22), "wobble": 0.1}
-    mask = draw_glyphs(labels, DIGITS, size, gen, **style)
-    mask = torch.maximum(mask, _neighbours(n, size, gen, style, chance=0.4))
-    bg, ink = _contrasting_colours(gen, n)
+    mask, bg, ink = _printed_digits(labels, size, gen, style, chance=0.4)
     img = torch.lerp(
         bg.expand(-1, -1, size, size), ink.expand(-1, -1, size, size), mask.unsqueeze(1)
     )

@@ -349,7 +349,9 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
             ax.plot(xs, mean, "o-", color=color, ms=3, lw=1.3, label=_key_text(lkey))
             band = np.nan_to_num(std)
             ax.fill_between(xs, mean - band, mean + band, color=color, alpha=0.15)
-            px, py = _paper_points(reported, manifest, lines, lkey, x_label[0], x_values, xs)
+            labels = dict(zip(panels + lines, key + lkey, strict=True))
+            item = str(manifest.get("item", ""))
+            px, py = _paper_points(reported, item, labels, x_label[0], x_values, xs)
             if px:
                 if paper_ax is None:  # mini numbers sit far below the paper's: own axis
                     mini = manifest.get("scale", "mini") == "mini"
@@ -372,23 +374,20 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
 
 def _paper_points(
     reported: pd.DataFrame | None,
-    manifest: dict[str, Any],
-    lines: list[str],
-    lkey: tuple,
+    item: str,
+    labels: dict[str, Any],
     x_label: str,
     x_values: list,
     xs: np.ndarray,
 ) -> tuple[list[float], list[float]]:
     """The paper's printed values on one line of a sweep (the few a text gives)."""
-    if reported is None or x_label not in reported or "item" not in reported:
+    if reported is None or x_label not in reported:
         return [], []
-    rows = reported[reported["item"] == manifest.get("item")]
-    for name, value in zip(lines, lkey, strict=True):
-        if name in rows:
-            rows = rows[rows[name] == str(value)]
-    where = {str(v): x for v, x in zip(x_values, xs, strict=True)}
-    pairs = zip(rows[x_label], rows["value"], strict=True)
-    points = [(where[v], float(y)) for v, y in pairs if v in where]
+    points = []
+    for value, x in zip(x_values, xs, strict=True):
+        hit = results.lookup_reported(reported, item, {**labels, x_label: value})
+        if hit is not None:
+            points.append((float(x), hit[0]))
     return [p[0] for p in points], [p[1] for p in points]
 
 

@@ -27,12 +27,10 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fedrepro.algorithms import make_algorithm
 from fedrepro.fl.algorithm import ClientCtx
 from fedrepro.fl.tensors import take
-from fedrepro.models.registry import create_backbone
-from fedrepro.models.tuning import apply_tuning, new_at_inference
-from fedrepro.report.payload import matches_printed
+from fedrepro.models.tuning import new_at_inference
+from fedrepro.report.payload import matches_printed, sender
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["count_parameters", "make_parameter_table", "printed_convention"]
@@ -43,17 +41,11 @@ HEADINGS = {"com_cost": "# Com.cost", "new_params": "#New.Param."}
 
 def count_parameters(config: dict[str, Any], backbone: str, num_classes: int) -> dict[str, int]:
     """Sent and added scalars of one row (``config``: a run's model, algorithm, clients)."""
-    model_cfg = config["model"]
     clients = int(config.get("clients", 1))
     with torch.device("meta"):
-        model = apply_tuning(
-            create_backbone(backbone, num_classes),
-            model_cfg.get("tuning", "full"),
-            **model_cfg.get("tuning_options", {}),
+        model, algorithm = sender(
+            backbone, num_classes, config["model"], config["algorithm"], clients
         )
-        algorithm = make_algorithm(config["algorithm"])
-        algorithm.configure([1] * clients, {"batch_size": 1, "local_epochs": 1, "lr": 1.0})
-        algorithm.setup(model, clients)
         ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
         algorithm.client_begin(ctx)
         payload = algorithm.client_end(ctx)

@@ -14,15 +14,17 @@ from typing import Any
 
 import pandas as pd
 import torch
+from torch import nn
 
 from fedrepro.algorithms import make_algorithm
+from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.payload import sent_state_dict, serialized_bytes
 from fedrepro.fl.tensors import nbytes, take
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
-__all__ = ["make_payload_table", "matches_printed", "measure_payload"]
+__all__ = ["make_payload_table", "matches_printed", "measure_payload", "sender"]
 
 # (quantity as the paper words it, variant, tuning, what is serialised)
 QUANTITIES = (
@@ -38,15 +40,28 @@ def matches_printed(value: float, printed: str) -> bool:
     return abs(value - float(printed)) < 10.0**-decimals
 
 
+def sender(
+    backbone: str, num_classes: int, model_cfg: dict, algorithm_cfg: dict, clients: int = 1
+) -> tuple[nn.Module, Algorithm]:
+    """A run's tuned model and its algorithm, set up as the engine sets them up (what is
+    shared, what stays local) for ``clients`` clients of one sample each."""
+    model = apply_tuning(
+        create_backbone(backbone, num_classes),
+        model_cfg.get("tuning", "full"),
+        **model_cfg.get("tuning_options", {}),
+    )
+    algorithm = make_algorithm(algorithm_cfg)
+    algorithm.configure([1] * clients, {"batch_size": 1, "local_epochs": 1, "lr": 1.0})
+    algorithm.setup(model, clients)
+    return model, algorithm
+
+
 def measure_payload(backbone: str, num_classes: int, algorithm: str = "fedavg") -> pd.DataFrame:
     """One row per quantity: scalars, engine bytes per client-round, torch.save bytes."""
     built = {}
     for tuning in dict.fromkeys(q[2] for q in QUANTITIES):  # each variant built once
         torch.manual_seed(0)
-        model = apply_tuning(create_backbone(backbone, num_classes), tuning)
-        alg = make_algorithm({"name": algorithm})
-        alg.setup(model, 1)
-        built[tuning] = (model, alg)
+        built[tuning] = sender(backbone, num_classes, {"tuning": tuning}, {"name": algorithm})
     rows = []
     for quantity, variant, tuning, what in QUANTITIES:
         model, alg = built[tuning]
