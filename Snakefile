@@ -14,6 +14,7 @@ report: "report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/bench.smk"
 
 
 rule all:
@@ -21,6 +22,7 @@ rule all:
     input:
         [f for paper in PLAN.papers for f in paper_outputs(paper)],
         [f"{R}/partitions/{pid}.png" for pid in PLAN.partitions],
+        rules.bench.input,
     localrule: True
 
 

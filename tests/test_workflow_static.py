@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from tests.workflow_helpers import copy_workflow, snakemake
+from tests.workflow_helpers import snakemake
 
 
 def test_lint_is_clean():
@@ -50,29 +48,3 @@ def test_target_rules_per_item_and_paper():
     assert {"all", "adapters", *(f"adapters_{i}" for i in items)} <= names
     fedins = {"table1", "table2", "costs", "fig4", "fig5a", "fig5b", "fig6a", "fig6b"}
     assert {"fedins", *(f"fedins_{i}" for i in fedins)} <= names
-
-
-@pytest.mark.parametrize(
-    ("override", "needle"),
-    [
-        (["scale=huge"], "config.scale: 'huge' is not allowed (allowed: mini, paper)"),
-        (["papers=[nosuchpaper]"], "config.papers.0"),
-        (["threads=0"], "config.threads"),
-        (["device=tpu"], "config.device"),
-        (["colour=blue"], "config.colour: unknown key"),
-    ],
-)
-def test_bad_config_stops_with_one_line(override, needle):
-    res = snakemake("-n", "--config", *override)
-    assert res.returncode != 0
-    lines = [ln for ln in res.stderr.splitlines() if "fedrepro config error" in ln]
-    assert len(lines) == 1 and needle in lines[0], res.stderr
-
-
-def test_bad_experiment_value_names_the_key(tmp_path):
-    wf = copy_workflow(tmp_path)
-    exp = wf / "config" / "experiments" / "adapters.yaml"
-    exp.write_text(exp.read_text().replace("lr: 0.1\n", "lr: -0.1\n", 1))
-    res = snakemake("-n", cwd=wf)
-    assert res.returncode != 0
-    assert "train.lr" in res.stderr and "fedrepro config error" in res.stderr

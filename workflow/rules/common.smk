@@ -142,3 +142,23 @@ def paper_outputs(paper):
 
 def item_text(wildcards, key):
     return PLAN.items[f"{wildcards.paper}/{wildcards.item}"][key]
+
+
+# `snakemake bench` (workflow/rules/bench.smk)
+B = f"{config['results']}/bench"
+BENCH = config["bench"]
+BENCH_PAGE = ["engine", "clients", "rounds", "dag", "cost"]
+
+
+def bench_spec(wildcards):
+    return json.dumps(BENCH["workloads"][wildcards.workload])
+
+
+def bench_gpus(wildcards):
+    return int(BENCH["workloads"][wildcards.workload].get("device") == "cuda")
+
+
+def bench_page_inputs():
+    names = list(BENCH["workloads"]) + ["clients", "dag", "cost"]
+    files = [f"{B}/workloads/{w}.json" for w in BENCH["workloads"]]
+    return names, files + [f"{B}/{n}.json" for n in ("clients", "dag", "cost")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -45,10 +46,14 @@ def _where(err: jsonschema.ValidationError, root: str) -> str:
     return f"{'.'.join(parts)}: {err.message}"
 
 
+@cache
+def _validator(schema: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(load_yaml(SCHEMA_DIR / f"{schema}.yaml"))
+
+
 def validate(doc: dict, schema: str, root: str) -> None:
     """Validate against `config/schema/<schema>.yaml`; raise ConfigError with one line."""
-    spec = load_yaml(SCHEMA_DIR / f"{schema}.yaml")
-    validator = jsonschema.Draft202012Validator(spec)
+    validator = _validator(schema)
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), e.path))
     if errors:
         best = jsonschema.exceptions.best_match(errors)

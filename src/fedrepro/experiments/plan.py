@@ -167,6 +167,8 @@ def _selected(labels: dict, where: dict | None) -> bool:
 
 def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) -> dict:
     run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
+    where = f"experiments/{paper} run"
+    validate({"data": {}, "partition_id": "", **run}, "run", where)  # before any lookup
     dataset = run["dataset"]
     run["data"] = deep_merge(
         scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {})
@@ -181,7 +183,7 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     pid_body = {"dataset": dataset, "data": run["data"], "partition": part}
     pid = f"{dataset}-{part['scheme']}-k{part['clients']}-s{seed}-{digest(pid_body, 8)}"
     run["partition_id"] = pid
-    validate(run, "run", f"experiments/{paper} run")
+    validate(run, "run", where)
     plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": seed})
     plan.datasets.setdefault(dataset, run["data"])
     if run["model"].get("pretrained", True):

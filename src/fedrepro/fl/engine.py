@@ -24,6 +24,7 @@ from fedrepro.fl.local import predict, train_epochs
 from fedrepro.fl.optim import lr_at
 from fedrepro.fl.sampling import derive_seed, sample_clients
 from fedrepro.fl.tensors import all_finite, nbytes, put, take
+from fedrepro.fl.timing import NULL_CLOCK, PhaseClock
 
 
 @dataclass
@@ -80,8 +81,13 @@ def run_rounds(
     clients: Clients,
     checkpoint: Path | None = None,
     log: Callable[[str], None] = print,
+    clock=NULL_CLOCK,
 ) -> RunState:
-    """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists."""
+    """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists.
+
+    A ``fedrepro.fl.timing.PhaseClock`` as ``clock`` adds each round's seconds per phase
+    to its history row (``phases``); the default clock times nothing.
+    """
     tcfg = cfg["train"]
     seed = int(cfg["seed"])
     rounds = int(tcfg["rounds"])
@@ -126,15 +132,17 @@ def run_rounds(
                 clients.transforms[k],
                 lambda ctx=ctx: algorithm.correct_gradients(ctx),
                 partial(algorithm.objective, ctx),
+                clock,
             )
             payloads.append(algorithm.client_end(ctx))
             if algorithm.local:
                 state.local[k] = take(model, algorithm.local)
-        finite = [p for p in payloads if all_finite(p.all_tensors())]
-        keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
-        if keep and algorithm.shared:
-            state.shared = algorithm.aggregate(state.shared, keep)
-        diverged = len(finite) < len(payloads) or not all_finite(state.shared)
+        with clock.phase("aggregate"):
+            finite = [p for p in payloads if all_finite(p.all_tensors())]
+            keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
+            if keep and algorithm.shared:
+                state.shared = algorithm.aggregate(state.shared, keep)
+            diverged = len(finite) < len(payloads) or not all_finite(state.shared)
         row = {
             "round": r,
             "lr": lr,
@@ -145,29 +153,38 @@ def run_rounds(
             "excluded": len(payloads) - len(keep),
         }
         if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
-            row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
+            with clock.phase("evaluate"):
+                row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
             # finite weights can still give non-finite outputs (a negative BN running variance
             # from FedNova's normalised buffers): the round is recorded as diverged too
             row["diverged"] = diverged = diverged or not math.isfinite(row["loss"])
         row["seconds"] = time.perf_counter() - t0
         state.history.append(row)
         state.round = r
+        if checkpoint and (r % every == 0) and r < rounds:
+            with clock.phase("checkpoint"):
+                _save(checkpoint, r, state, algorithm)
+            row["seconds"] = time.perf_counter() - t0  # the saved copy has the time before it
+        if isinstance(clock, PhaseClock):
+            row["phases"] = clock.take()
         log(
             f"round {r}/{rounds} acc={row.get('acc', math.nan):.2f} lr={lr:.4g} "
             f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s"
         )
-        if checkpoint and (r % every == 0) and r < rounds:
-            save_checkpoint(
-                checkpoint,
-                {
-                    "round": r,
-                    "shared": {k: v.cpu() for k, v in state.shared.items()},
-                    "local": state.local,
-                    "history": state.history,
-                    "algorithm": algorithm.state_dict(),
-                },
-            )
     return state
+
+
+def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> None:
+    save_checkpoint(
+        checkpoint,
+        {
+            "round": r,
+            "shared": {k: v.cpu() for k, v in state.shared.items()},
+            "local": state.local,
+            "history": state.history,
+            "algorithm": algorithm.state_dict(),
+        },
+    )
 
 
 def evaluate(model, algorithm, state, test, clients, init_local, seed, r) -> dict:

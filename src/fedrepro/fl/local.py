@@ -11,6 +11,7 @@ from torch import nn
 
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.optim import make_optimizer
+from fedrepro.fl.timing import NULL_CLOCK
 
 
 def train_epochs(
@@ -24,11 +25,13 @@ def train_epochs(
     transform=None,
     correct_gradients: Callable[[], None] | None = None,
     objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    clock=NULL_CLOCK,
 ) -> tuple[int, float]:
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
 
     ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``).
-    A last batch of one sample is dropped (batch norm cannot train on it).
+    A last batch of one sample is dropped (batch norm cannot train on it). The loss is
+    summed on the device and read once, so steps never wait for the device.
     """
     if objective is None:
 
@@ -39,7 +42,8 @@ def train_epochs(
     opt = make_optimizer(params, train, lr)
     bs = int(train["batch_size"])
     model.train()
-    steps, loss_sum = 0, 0.0
+    steps = 0
+    loss_sum = torch.zeros((), dtype=torch.float64, device=idx.device)
     use_bf16 = idx.is_cuda and train.get("bf16", True)
     for _ in range(epochs):
         order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
@@ -47,17 +51,19 @@ def train_epochs(
             b = order[start : start + bs]
             if len(b) < 2:
                 continue
-            x, y = data.batch(b, generator, transform, train=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
-                loss = objective(x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if correct_gradients is not None:
-                correct_gradients()
-            opt.step()
+            with clock.phase("data"):
+                x, y = data.batch(b, generator, transform, train=True)
+            with clock.phase("step"):
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
+                    loss = objective(x, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if correct_gradients is not None:
+                    correct_gradients()
+                opt.step()
             steps += 1
-            loss_sum += float(loss.detach())
-    mean = loss_sum / steps if steps else math.nan
+            loss_sum += loss.detach()
+    mean = float(loss_sum) / steps if steps else math.nan
     return steps, mean
 
 

@@ -12,6 +12,7 @@ from safetensors.torch import save_file
 
 from fedrepro.algorithms import make_algorithm
 from fedrepro.atomic import atomic_write, write_json
+from fedrepro.bench.machine import peak_gpu_mb, peak_rss_mb
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.jobs.common import build_model, load_data, pick_device
@@ -63,6 +64,8 @@ def train_run(
     state = run_rounds(cfg, model, algorithm, train, test, clients, checkpoint=ckpt)
     metrics = summarize(cfg, model, algorithm, state, time.perf_counter() - t0)
     metrics["run_id"] = out_dir.name
+    metrics["peak_rss_mb"] = peak_rss_mb()  # what to request per job (Slurm mem_mb)
+    metrics["peak_gpu_mb"] = peak_gpu_mb(dev)
     tensors = {f"global.{k}": v for k, v in state.shared.items()}
     for k, local in state.local.items():
         tensors.update({f"client{k}.{n}": v for n, v in local.items()})

@@ -41,12 +41,17 @@ def matches_printed(value: float, printed: str) -> bool:
 
 
 def sender(
-    backbone: str, num_classes: int, model_cfg: dict, algorithm_cfg: dict, clients: int = 1
+    backbone: str,
+    num_classes: int,
+    model_cfg: dict,
+    algorithm_cfg: dict,
+    clients: int = 1,
+    img_size: int | None = None,
 ) -> tuple[nn.Module, Algorithm]:
     """A run's tuned model and its algorithm, set up as the engine sets them up (what is
     shared, what stays local) for ``clients`` clients of one sample each."""
     model = apply_tuning(
-        create_backbone(backbone, num_classes),
+        create_backbone(backbone, num_classes, img_size=img_size),
         model_cfg.get("tuning", "full"),
         **model_cfg.get("tuning_options", {}),
     )

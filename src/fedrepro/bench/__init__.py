@@ -1,0 +1,1 @@
+"""Benchmarks the project runs on itself: engine efficiency, memory, scaling, paper cost."""

@@ -1,0 +1,141 @@
+"""What the paper scale costs: GPU-hours per paper from counted FLOPs and the run table.
+
+Every paper-scale run of the plan contributes (training samples × FLOPs per training
+step) + (evaluated samples × FLOPs per forward). Sample counts come from the run's own
+partition, built by the real partitioner on label arrays of the real split sizes
+(balanced classes; a domain dataset gets equal domains); FLOPs are counted on the meta
+device (``fedrepro.bench.flops``). Hours follow from a throughput: measured on a GPU when
+one ran the benchmark, otherwise an assumed peak × MFU, stated beside the result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from fedrepro.bench.flops import per_sample_flops
+from fedrepro.data.partition import make_partition
+from fedrepro.data.registry import DATASETS
+from fedrepro.experiments.config import deep_merge, load_yaml
+from fedrepro.experiments.plan import build_plan
+
+
+def paper_plan(repo: Path, papers: list[str] | None = None):
+    """The paper-scale plan (config.yaml with config/paper.yaml over it)."""
+    config = deep_merge(
+        load_yaml(repo / "config/config.yaml"), load_yaml(repo / "config/paper.yaml")
+    )
+    if papers:
+        config["papers"] = list(papers)
+    return build_plan(config, repo)
+
+
+def _labels(n: int, num_classes: int) -> np.ndarray:
+    return np.arange(n) % num_classes
+
+
+def partition_counts(run: dict, sizes: dict) -> dict:
+    """Training samples (all clients) and each client's evaluated samples under a global or
+    split test, from the run's partition on balanced labels of the real split sizes."""
+    spec = DATASETS[run["dataset"]]
+    size = sizes[run["dataset"]]
+    n_train, n_test = int(size["train"]), int(size["test"])
+    kw = {}
+    if spec.domains:
+        d = len(spec.domains)
+        kw = {
+            "train_domains": np.arange(n_train * d) // n_train,
+            "test_domains": np.arange(n_test * d) // n_test,
+            "domain_names": list(spec.domains),
+        }
+        n_train, n_test = n_train * d, n_test * d
+    part = make_partition(run["partition"], _labels(n_train, spec.num_classes),
+                          _labels(n_test, spec.num_classes), num_classes=spec.num_classes,
+                          seed=int(run["partition"].get("seed", run["seed"])), **kw)  # fmt: skip
+    clients = part["clients"]
+    glob = part.get("test_mode") == "global"
+    return {
+        "train": sum(len(c["train"]) for c in clients),
+        "test": n_test,
+        "per_client_test": [n_test if glob else len(c["test"]) for c in clients],
+        "transforms": any(c.get("transform") for c in clients),
+    }
+
+
+def run_flops(run: dict, sizes: dict, memo: dict) -> dict[str, float]:
+    """FLOPs of one paper-scale run: training and evaluation over all its rounds."""
+    model, t = run["model"], run["train"]
+    num_classes = DATASETS[run["dataset"]].num_classes
+    key = json.dumps([model, run["algorithm"], num_classes], sort_keys=True)
+    if key not in memo:
+        memo[key] = per_sample_flops(model["backbone"], num_classes, model.get("img_size"),
+                                     model, run["algorithm"])  # fmt: skip
+    pkey = json.dumps([run["dataset"], run["partition"], run["seed"]], sort_keys=True)
+    if pkey not in memo:
+        memo[pkey] = partition_counts(run, sizes)
+    flops, counts = memo[key], memo[pkey]
+    own_models = flops["personalized"] or counts["transforms"]
+    evaluated = sum(counts["per_client_test"]) if own_models else counts["test"]
+    rounds = int(t["rounds"])
+    evals = len({*range(int(run.get("eval_every", 1)), rounds + 1, int(run.get("eval_every", 1))),
+                 rounds})  # fmt: skip
+    train = rounds * float(t.get("fraction", 1.0)) * int(t["local_epochs"]) * counts["train"]
+    return {
+        "train_samples": train,
+        "eval_samples": evals * evaluated,
+        "flops": train * flops["train"] + evals * evaluated * flops["eval"],
+    }
+
+
+def measured_rate(results: list[dict]) -> dict | None:
+    """The model FLOP/s of the slowest paper-shape workload that ran on a GPU, if any."""
+    gpu = [r for r in results if "skipped" not in r and r["machine"].get("gpu")]
+    if not gpu:
+        return None
+    slowest = min(gpu, key=lambda r: r["model_flops_per_s"])
+    return {"device": slowest["machine"]["gpu"], "flops_per_s": slowest["model_flops_per_s"]}
+
+
+def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None) -> dict:
+    """GPU-hours per paper and in total; ``measured`` = {"device", "flops_per_s"} from a GPU."""
+    plan = paper_plan(repo, cost_cfg.get("papers"))
+    sizes = cost_cfg["split_sizes"]
+    if measured:
+        rate, device, how = measured["flops_per_s"], measured["device"], "measured"
+    else:
+        a = cost_cfg["assumed"]
+        rate, device = float(a["peak_flops_per_s"]) * float(a["mfu"]), a["device"]
+        how = f"assumed: {a['peak_flops_per_s']:.3g} FLOP/s peak × {a['mfu']:.0%} MFU"
+    memo: dict = {}
+    papers: dict[str, dict] = {}
+    hours: dict[str, float] = {}
+    for run_id, run in plan.runs.items():
+        f = run_flops(run, sizes, memo)
+        hours[run_id] = f["flops"] / rate / 3600
+        p = papers.setdefault(run["paper"], {"runs": 0, "flops": 0.0, "by_model": {},
+                                              "by_item": {}})  # fmt: skip
+        p["runs"] += 1
+        p["flops"] += f["flops"]
+        m = run["model"]
+        label = f"{m['backbone']} {m.get('tuning', 'full')} @{m.get('img_size')}"
+        p["by_model"][label] = p["by_model"].get(label, 0.0) + hours[run_id]
+    for key, item in plan.items.items():
+        paper, name = key.split("/")
+        if paper in papers and item.get("runs"):  # a run shared by items counts in each
+            papers[paper]["by_item"][name] = sum(hours[r["id"]] for r in item["runs"])
+    for p in papers.values():
+        p["gpu_hours"] = p["flops"] / rate / 3600
+    total = sum(p["gpu_hours"] for p in papers.values())
+    return {
+        "device": device,
+        "throughput": how,
+        "flops_per_s": rate,
+        "papers": papers,
+        "total_gpu_hours": total,
+        "goal_gpu_hours": float(cost_cfg["goal_hours"]),
+        "papers_in_plan": sorted(papers),
+        "within_goal": total <= float(cost_cfg["goal_hours"]) and math.isfinite(total),
+    }

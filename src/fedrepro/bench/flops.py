@@ -1,0 +1,49 @@
+"""Model FLOPs per sample, counted by ``torch.utils.flop_counter`` on the meta device.
+
+The count is of one training step as the engine runs it (the algorithm's objective and
+its backward) and of one evaluation forward, so algorithm extras (MOON's two reference
+forwards, FedIns's query pass) are included. Shapes are real; no weights or memory are
+needed, so paper-scale models are counted on any machine.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from fedrepro.fl.algorithm import ClientCtx
+from fedrepro.fl.tensors import take
+from fedrepro.models.registry import get_spec
+from fedrepro.report.payload import sender
+
+
+def _counted(fn) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def per_sample_flops(
+    backbone: str,
+    num_classes: int,
+    img_size: int | None,
+    model_cfg: dict,
+    algorithm_cfg: dict,
+    batch: int = 2,
+) -> dict[str, float]:
+    """``{"train": FLOPs of one sample's step, "eval": FLOPs of one sample's forward,
+    "personalized": whether each client evaluates its own model}``."""
+    side = img_size or get_spec(backbone).img_size
+    with torch.device("meta"):  # built on meta; run outside the mode, which slows every op
+        model, algorithm = sender(backbone, num_classes, model_cfg, algorithm_cfg,
+                                  img_size=side)  # fmt: skip
+    ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
+    algorithm.client_begin(ctx)
+    x = torch.empty(batch, 3, side, side, device="meta")
+    y = torch.zeros(batch, dtype=torch.long, device="meta")
+    model.train()
+    train = _counted(lambda: algorithm.objective(ctx, x, y).backward())
+    model.eval()
+    with torch.no_grad():
+        forward = _counted(lambda: model(x))
+    return {"train": train / batch, "eval": forward / batch, "personalized": algorithm.personalized}

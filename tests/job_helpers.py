@@ -1,0 +1,52 @@
+"""A toy training job on disk (data, partition, config), run as the workflow runs it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from fedrepro.data.partition import partition_files
+from fedrepro.data.prepared import Split, save_split
+from tests.workflow_helpers import REPO
+
+
+def toy_job(tmp: Path, rounds: int = 8, algorithm: str = "scaffold", **over) -> dict:
+    """Prepared splits, a 4-client Dirichlet partition and a run config under ``tmp``."""
+    gen = torch.Generator().manual_seed(0)
+    for split, n in (("train", 400), ("test", 200)):
+        labels = torch.arange(n) % 4
+        images = torch.rand(n, 12, 12, 3, generator=gen) * 120 + labels[:, None, None, None] * 40
+        s = Split(images.to(torch.uint8), labels, None, ["a", "b", "c", "d"], [])
+        save_split(tmp / "data" / f"{split}.safetensors", s, {"dataset": "toy", "split": split})
+    spec = {"scheme": "dirichlet", "variant": "niid", "beta": 0.5, "clients": 4,
+            "test_mode": "global"}  # fmt: skip
+    partition_files(spec, tmp / "data/train.safetensors", tmp / "data/test.safetensors",
+                    tmp / "part.json", seed=0)  # fmt: skip
+    cfg = {
+        "paper": "test", "seed": 0, "scale": "mini", "dataset": "cifar10", "partition_id": "p",
+        "algorithm": {"name": algorithm}, "partition": spec, "data": {}, "checkpoint_every": 1,
+        "model": {"backbone": "cnn_simple", "pretrained": False, "img_size": 32},
+        "train": {"rounds": rounds, "local_epochs": 2, "batch_size": 16, "optimizer": "sgd",
+                  "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4, "fraction": 0.5},
+        **over,
+    }  # fmt: skip
+    (tmp / "config.json").write_text(json.dumps(cfg))
+    return cfg
+
+
+def train_cmd(tmp: Path, out: Path) -> list[str]:
+    """The command the workflow's train rule runs, for the toy job under ``tmp``."""
+    return [sys.executable, str(REPO / "workflow/scripts/train.py"), "--config-json",
+            (tmp / "config.json").read_text(), "--data-dir", str(tmp / "data"), "--partition",
+            str(tmp / "part.json"), "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+
+
+def run_metrics(out: Path) -> dict:
+    """A finished run's metrics without what differs between identical runs."""
+    m = json.loads((out / "metrics.json").read_text())
+    for key in ("wall_seconds", "run_id", "peak_rss_mb"):
+        m.pop(key, None)
+    return m

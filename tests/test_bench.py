@@ -1,0 +1,95 @@
+"""Benchmarks: phase accounting, FLOP counts, sample counts, the paper-cost arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from fedrepro.bench.cost import run_flops
+from fedrepro.bench.flops import per_sample_flops
+from fedrepro.bench.machine import matmul_flops
+from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
+from fedrepro.fl.timing import PhaseClock
+
+VIT_B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
+
+
+def test_phase_clock_adds_up_and_restarts():
+    clock = PhaseClock("cpu")
+    for _ in range(3):
+        with clock.phase("step"):
+            sum(range(10_000))
+    with clock.phase("data"):
+        pass
+    seconds = clock.take()
+    assert set(seconds) == {"step", "data"} and seconds["step"] > seconds["data"] >= 0
+    assert clock.take() == {}
+
+
+def test_summary_arithmetic():
+    rows = [{"seconds": 2.0, "phases": {"step": 1.5, "data": 0.2, "evaluate": 0.2}}] * 2
+    flops = {"train": 10.0, "eval": 5.0}
+    s = summarize_rounds(rows, train_samples=100, eval_samples=20, flops=flops, peak=1e3)
+    assert s["round_seconds"] == 2.0 and s["samples_per_s"] == 50.0
+    assert s["model_flops_per_s"] == pytest.approx((100 * 10 + 20 * 5) / 2.0)
+    assert s["mfu"] == pytest.approx(550 / 1e3) and s["step_mfu"] == pytest.approx(1000 / 1.5 / 1e3)
+    assert s["overhead_share"] == pytest.approx(0.25)
+    assert s["phase_shares"]["other"] == pytest.approx(0.05)
+    assert stepped_samples([33, 32, 31], 32) == 32 + 32 + 31  # a last batch of one is dropped
+
+
+def test_small_workload_runs_the_engine_and_reports_sane_numbers():
+    spec = {"backbone": "cnn_simple", "img_size": 32, "samples": 300, "test": 100,
+            "clients": 3, "rounds": 3, "matmul_n": 256}  # fmt: skip
+    r = run_workload(spec, threads=1)
+    assert r["rounds_measured"] == 2 and len(r["history"]) == 3
+    assert 0 < r["mfu"] <= 1 and 0 < r["overhead_share"] < 1
+    assert sum(r["phase_shares"].values()) == pytest.approx(1.0)
+    assert r["phase_shares"]["checkpoint"] > 0  # checkpoints are written and timed
+    assert r["peak_rss_mb"] > 0 and r["peak_gpu_mb"] is None
+    assert r["train_samples_per_round"] == 300
+
+
+def test_gpu_workload_is_skipped_without_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    r = run_workload({"backbone": "cnn_simple", "img_size": 32, "device": "cuda"}, 1)
+    assert "no CUDA device" in r["skipped"]
+
+
+def test_matmul_rate_is_positive():
+    assert matmul_flops(torch.device("cpu"), torch.float32, 128, seconds=0.05) > 1e6
+
+
+def test_vit_b16_flops_match_its_known_forward_cost():
+    # ViT-B/16 at 224: 17.56 GMAC per image forward (timm/fvcore), i.e. 35.1 GFLOP
+    full = per_sample_flops(VIT_B, 10, 224, {"tuning": "full"}, {"name": "fedavg"})
+    assert full["eval"] == pytest.approx(35.13e9, rel=0.005)
+    assert full["train"] == pytest.approx(3 * full["eval"], rel=0.01)  # forward + 2× backward
+    ssf = per_sample_flops(VIT_B, 10, 224, {"tuning": "ssf"}, {"name": "fedavg"})
+    assert full["eval"] * 1.9 < ssf["train"] < full["train"]  # no weight gradients
+    moon = per_sample_flops(VIT_B, 10, 224, {"tuning": "full"},
+                            {"name": "moon", "mu": 1.0, "projection": "none"})  # fmt: skip
+    assert moon["train"] == pytest.approx(full["train"] + 2 * full["eval"], rel=0.01)
+
+
+def test_run_flops_counts_rounds_epochs_participation_and_evaluations():
+    run = {
+        "paper": "t", "seed": 0, "dataset": "cifar10", "eval_every": 2,
+        "algorithm": {"name": "fedavg"},
+        "partition": {"scheme": "iid", "clients": 10, "test_mode": "global"},
+        "model": {"backbone": "cnn_simple", "img_size": 32, "tuning": "full"},
+        "train": {"rounds": 5, "local_epochs": 3, "fraction": 0.5},
+    }  # fmt: skip
+    sizes = {"cifar10": {"train": 1000, "test": 200}}
+    memo: dict = {}
+    f = run_flops(run, sizes, memo)
+    per = per_sample_flops("cnn_simple", 10, 32, run["model"], run["algorithm"])
+    assert f["train_samples"] == 5 * 0.5 * 3 * 1000
+    assert f["eval_samples"] == 3 * 200  # rounds 2, 4 and the last
+    assert f["flops"] == pytest.approx(f["train_samples"] * per["train"] + 600 * per["eval"])
+    personal = run_flops({**run, "algorithm": {"name": "local"}}, sizes, memo)
+    assert personal["eval_samples"] == 3 * 10 * 200  # each client its own model, global test
+    assert math.isfinite(personal["flops"])

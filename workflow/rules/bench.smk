@@ -1,0 +1,106 @@
+# `snakemake bench`: speed, memory, scaling and paper cost, measured on this machine.
+# Each job takes every core, so nothing else runs beside a measurement.
+rule bench_workload:
+    output:
+        f"{B}/workloads/{{workload}}.json",
+    log:
+        f"{B}/logs/{{workload}}.log",
+    wildcard_constraints:
+        workload="|".join(BENCH["workloads"]),
+    conda:
+        ENV
+    threads: workflow.cores
+    resources:
+        gpu=bench_gpus,
+    params:
+        spec=bench_spec,
+    shell:
+        "python workflow/scripts/bench.py workload --spec-json {params.spec:q}"
+        " --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule bench_clients:
+    output:
+        f"{B}/clients.json",
+    log:
+        f"{B}/logs/clients.log",
+    conda:
+        ENV
+    threads: workflow.cores
+    params:
+        spec=json.dumps(BENCH["clients"]),
+    shell:
+        "python workflow/scripts/bench.py clients --spec-json {params.spec:q}"
+        " --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule bench_dag:
+    output:
+        f"{B}/dag.json",
+    log:
+        f"{B}/logs/dag.log",
+    conda:
+        ENV
+    threads: workflow.cores
+    params:
+        spec=json.dumps(BENCH["dag"]),
+    shell:
+        "python workflow/scripts/bench.py dag --spec-json {params.spec:q}"
+        " --out {output} > {log} 2>&1"
+
+
+rule bench_cost:
+    input:
+        [f"{B}/workloads/{w}.json" for w in BENCH["engine"]],
+    output:
+        f"{B}/cost.json",
+    log:
+        f"{B}/logs/cost.log",
+    conda:
+        ENV
+    params:
+        spec=json.dumps(BENCH["cost"]),
+    shell:
+        "python workflow/scripts/bench.py cost --spec-json {params.spec:q}"
+        " --inputs {input} --out {output} > {log} 2>&1"
+
+
+rule bench_page:
+    input:
+        bench_page_inputs()[1],
+    output:
+        md=f"{B}/summary.md",
+        html=report(f"{B}/summary.html", caption="../../report/bench.rst", category="Benchmarks"),
+        figures=[
+            report(
+                f"{B}/{n}.png",
+                caption="../../report/bench.rst",
+                category="Benchmarks",
+                labels={"figure": n},
+            )
+            for n in BENCH_PAGE
+        ],
+        pdfs=[f"{B}/{n}.pdf" for n in BENCH_PAGE],
+    log:
+        f"{B}/logs/page.log",
+    conda:
+        ENV
+    params:
+        spec=json.dumps(
+            {
+                "names": bench_page_inputs()[0],
+                "engine": BENCH["engine"],
+                "memory": "memory",
+                "rounds": "rounds",
+                "goals": BENCH["goals"],
+            }
+        ),
+    shell:
+        "python workflow/scripts/bench.py page --spec-json {params.spec:q}"
+        " --inputs {input} --out {output.md} > {log} 2>&1"
+
+
+rule bench:
+    input:
+        rules.bench_page.output,
+    localrule: True

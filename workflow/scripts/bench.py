@@ -1,0 +1,51 @@
+"""Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page."""
+
+import argparse
+import json
+from pathlib import Path
+
+from fedrepro.atomic import write_json
+from fedrepro.bench import cost, dag, figures, scaling, summary, workload
+from fedrepro.jobs.common import pick_device
+
+
+def _load(paths):
+    return [json.loads(Path(p).read_text()) for p in paths]
+
+
+p = argparse.ArgumentParser(description=__doc__)
+p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page"])
+p.add_argument("--spec-json", default="{}", help="the benchmark's settings (JSON)")
+p.add_argument("--threads", type=int, default=1)
+p.add_argument("--inputs", nargs="*", default=[], help="result files the step reads")
+p.add_argument("--out", type=Path, required=True)
+a = p.parse_args()
+spec = json.loads(a.spec_json)
+pick_device("cpu", a.threads)
+
+if a.what == "workload":
+    result = workload.run_workload(spec, a.threads)
+    print(json.dumps({k: v for k, v in result.items() if k != "history"}, indent=1))
+    write_json(a.out, result)
+elif a.what == "clients":
+    write_json(a.out, scaling.clients_scaling(spec["spec"], spec["counts"], a.threads))
+elif a.what == "dag":
+    rows = []
+    for target in spec["targets"]:
+        rows.append(dag.dry_run_seconds(target, Path.cwd()))
+        print(rows[-1], flush=True)
+    write_json(a.out, rows)
+elif a.what == "cost":
+    result = cost.estimate(Path.cwd(), spec, cost.measured_rate(_load(a.inputs)))
+    print(json.dumps(result, indent=1))
+    write_json(a.out, result)
+elif a.what == "page":
+    named = dict(zip(spec["names"], _load(a.inputs), strict=True))
+    results = {
+        "engine": {k: named[k] for k in spec["engine"]},
+        "memory": named[spec["memory"]],
+        "rounds": named[spec["rounds"]],
+        **{k: named[k] for k in ("clients", "dag", "cost")},
+    }
+    figures.save_all(results, a.out.parent)
+    summary.write_summary(a.out, results, spec["goals"])
