@@ -11,10 +11,8 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from fedrepro.fl.algorithm import ClientCtx
-from fedrepro.fl.tensors import take
 from fedrepro.models.registry import get_spec
-from fedrepro.report.payload import sender
+from fedrepro.report.payload import begin_client, sender
 
 
 def _counted(fn) -> int:
@@ -35,10 +33,8 @@ def per_sample_flops(
     "personalized": whether each client evaluates its own model}``."""
     side = img_size or get_spec(backbone).img_size
     with torch.device("meta"):  # built on meta; run outside the mode, which slows every op
-        model, algorithm = sender(backbone, num_classes, model_cfg, algorithm_cfg,
-                                  img_size=side)  # fmt: skip
-    ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
-    algorithm.client_begin(ctx)
+        model, algorithm = sender(backbone, num_classes, model_cfg, algorithm_cfg, img_size=side)
+        ctx = begin_client(model, algorithm)
     x = torch.empty(batch, 3, side, side, device="meta")
     y = torch.zeros(batch, dtype=torch.long, device="meta")
     model.train()

@@ -53,12 +53,11 @@ def stepped_samples(sizes: list[int], batch_size: int) -> int:
     return sum(n - (1 if n % batch_size == 1 else 0) for n in sizes)
 
 
-def run_workload(spec: dict, threads: int, on_round=None) -> dict:
+def run_workload(spec: dict, threads: int) -> dict:
     """Run ``spec`` (see DEFAULTS; ``backbone`` and ``img_size`` required); a dict of numbers.
 
     Round 1 is a warm-up and left out of the rates when there is more than one round.
-    ``on_round(history_row)`` is called after each round (the scaling benchmark samples
-    memory there).
+    Each history row gets the resident memory sampled after its round (``rss_mb``).
     """
     spec = {**DEFAULTS, **spec}
     if spec["device"] == "cuda" and not torch.cuda.is_available():
@@ -92,8 +91,6 @@ def run_workload(spec: dict, threads: int, on_round=None) -> dict:
     rows = state.history
     for row, mb in zip(rows, rss, strict=True):
         row["rss_mb"] = mb
-        if on_round is not None:
-            on_round(row)
     measured = rows[1:] if len(rows) > 1 else rows
     flops = per_sample_flops(spec["backbone"], classes, side, model_cfg, algorithm_cfg)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32

@@ -24,7 +24,7 @@ from fedrepro.fl.local import predict, train_epochs
 from fedrepro.fl.optim import lr_at
 from fedrepro.fl.sampling import derive_seed, sample_clients
 from fedrepro.fl.tensors import all_finite, nbytes, put, take
-from fedrepro.fl.timing import NULL_CLOCK, PhaseClock
+from fedrepro.fl.timing import NULL_CLOCK
 
 
 @dataclass
@@ -165,8 +165,8 @@ def run_rounds(
             with clock.phase("checkpoint"):
                 _save(checkpoint, r, state, algorithm)
             row["seconds"] = time.perf_counter() - t0  # the saved copy has the time before it
-        if isinstance(clock, PhaseClock):
-            row["phases"] = clock.take()
+        if phases := clock.take():
+            row["phases"] = phases
         log(
             f"round {r}/{rounds} acc={row.get('acc', math.nan):.2f} lr={lr:.4g} "
             f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s"

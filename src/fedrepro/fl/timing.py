@@ -22,6 +22,9 @@ class NullClock:
     def phase(self, name: str):
         return nullcontext()
 
+    def take(self) -> dict[str, float]:
+        return {}
+
 
 class PhaseClock(NullClock):
     """Accumulates wall seconds per phase name (`step` = forward + backward + optimizer)."""

@@ -27,10 +27,8 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fedrepro.fl.algorithm import ClientCtx
-from fedrepro.fl.tensors import take
 from fedrepro.models.tuning import new_at_inference
-from fedrepro.report.payload import matches_printed, sender
+from fedrepro.report.payload import begin_client, matches_printed, sender
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["count_parameters", "make_parameter_table", "printed_convention"]
@@ -46,8 +44,7 @@ def count_parameters(config: dict[str, Any], backbone: str, num_classes: int) ->
         model, algorithm = sender(
             backbone, num_classes, config["model"], config["algorithm"], clients
         )
-        ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
-        algorithm.client_begin(ctx)
+        ctx = begin_client(model, algorithm)
         payload = algorithm.client_end(ctx)
     return {
         "com_cost": sum(t.numel() for t in payload.tensors.values()),

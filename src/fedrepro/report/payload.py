@@ -17,14 +17,14 @@ import torch
 from torch import nn
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.fl.algorithm import Algorithm
+from fedrepro.fl.algorithm import Algorithm, ClientCtx
 from fedrepro.fl.payload import sent_state_dict, serialized_bytes
 from fedrepro.fl.tensors import nbytes, take
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
-__all__ = ["make_payload_table", "matches_printed", "measure_payload", "sender"]
+__all__ = ["make_payload_table", "matches_printed", "measure_payload", "sender", "begin_client"]
 
 # (quantity as the paper words it, variant, tuning, what is serialised)
 QUANTITIES = (
@@ -59,6 +59,13 @@ def sender(
     algorithm.configure([1] * clients, {"batch_size": 1, "local_epochs": 1, "lr": 1.0})
     algorithm.setup(model, clients)
     return model, algorithm
+
+
+def begin_client(model: nn.Module, algorithm: Algorithm) -> ClientCtx:
+    """Client 0 of ``sender``'s setup, begun on what the server sent (no local steps)."""
+    ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
+    algorithm.client_begin(ctx)
+    return ctx
 
 
 def measure_payload(backbone: str, num_classes: int, algorithm: str = "fedavg") -> pd.DataFrame:
