@@ -10,7 +10,7 @@ import yaml
 
 from tests.workflow_helpers import copy_workflow, snakemake
 
-CASES = yaml.safe_load((Path(__file__).parent / "faults" / "bad_configs.yaml").read_text())
+CASES = yaml.safe_load((Path(__file__).parents[1] / "faults" / "bad_configs.yaml").read_text())
 FILES = {"config": "config/config.yaml"} | {
     p: f"config/experiments/{p}.yaml" for p in ("adapters", "fedins")
 }
@@ -36,7 +36,7 @@ def workflow(tmp_path_factory) -> Path:
 def test_corpus_is_large_and_each_case_changes_its_file():
     assert len(CASES) >= 30
     for case in CASES:
-        text = (Path(__file__).parents[1] / FILES[case["file"]]).read_text()
+        text = (Path(__file__).parents[2] / FILES[case["file"]]).read_text()
         assert yaml.safe_load(edited(text, case)) != yaml.safe_load(text), case
 
 

@@ -18,7 +18,7 @@ from fedrepro.models.weights import (
     sha256_file,
 )
 
-SCRIPT = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "fetch_backbone.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "workflow" / "scripts" / "fetch_backbone.py"
 
 
 @pytest.fixture(autouse=True)

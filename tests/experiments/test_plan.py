@@ -10,7 +10,7 @@ import yaml
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import build_plan
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 

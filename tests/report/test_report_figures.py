@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fedrepro.report.figures import make_figure, plot_curves, plot_partition_hist, plot_sweep
-from tests.test_report_results import write_run
+from tests.report.test_report_results import write_run
 
 
 def curves_manifest(runs: Path) -> dict:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.report.tables import make_table
-from tests.test_report_results import make_manifest
+from tests.report.test_report_results import make_manifest
 
 LABELS = ("dataset", "partition", "algorithm", "variant")
 SPEC = {

@@ -9,9 +9,9 @@ import pytest
 
 from fedrepro.report import results
 from fedrepro.report.tables import build_table
-from tests.test_report_results import make_manifest
+from tests.report.test_report_results import make_manifest
 
-CSV = Path(__file__).resolve().parents[1] / "config" / "reported" / "adapters.csv"
+CSV = Path(__file__).resolve().parents[2] / "config" / "reported" / "adapters.csv"
 DATASETS = ["SVHN", "CIFAR-10", "FashionMNIST"]
 PARTITIONS = ["Dir(0.5)", "#M=1", "#M=2", "#M=3", "Gau(0.1)"]
 ALGORITHMS = ["FedAvg", "FedProx", "FedNova"]

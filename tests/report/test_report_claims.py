@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.report.claims import evaluate_claims, make_claims
-from tests.test_report_results import make_manifest
+from tests.report.test_report_results import make_manifest
 
 LABELS = ("dataset", "algorithm", "variant")
 # ours: (mean, std) per cell, three seeds each

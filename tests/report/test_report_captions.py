@@ -9,7 +9,7 @@ import jinja2
 import pytest
 from docutils.core import publish_parts
 
-REPORT = Path(__file__).resolve().parents[1] / "report"
+REPORT = Path(__file__).resolve().parents[2] / "report"
 
 
 def render(name: str, scale: str, with_params: bool = True) -> str:

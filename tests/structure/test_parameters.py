@@ -11,7 +11,7 @@ import yaml
 from fedrepro.experiments.plan import build_plan
 from fedrepro.report.parameters import count_parameters, make_parameter_table, printed_convention
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VIT_B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
 
 
