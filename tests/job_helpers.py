@@ -44,6 +44,14 @@ def train_cmd(tmp: Path, out: Path) -> list[str]:
             str(tmp / "part.json"), "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
 
 
+def adapt_cmd(tmp: Path, run: Path, out: Path, adapt: dict) -> list[str]:
+    """The command the workflow's adapt rule runs: ``adapt`` on the trained run ``run``."""
+    return [sys.executable, str(REPO / "workflow/scripts/adapt.py"), "--adapt-json",
+            json.dumps(adapt), "--run-dir", str(run), "--data-dir", str(tmp / "data"),
+            "--partition", str(tmp / "part.json"), "--out-dir", str(out),
+            "--device", "cpu"]  # fmt: skip
+
+
 def run_metrics(out: Path) -> dict:
     """A finished run's metrics without what differs between identical runs."""
     m = json.loads((out / "metrics.json").read_text())

@@ -24,8 +24,12 @@ def snakemake(*args: str, cwd: Path = REPO, timeout: int = 900) -> subprocess.Co
 
 
 def copy_workflow(dest: Path) -> Path:
-    """A private copy of everything the workflow reads, so tests never touch results/."""
-    for name in ("Snakefile", "workflow", "config", "report", "profiles", "envs"):
+    """A private copy of everything the workflow reads, so tests never touch results/.
+
+    The library itself (schemas included) is imported from the environment.
+    """
+    names = ("Snakefile", "workflow", "config", "report", "profiles", "envs")
+    for name in names:
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))

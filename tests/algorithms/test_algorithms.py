@@ -1,4 +1,5 @@
-"""Defining invariants of each algorithm (spec/algorithms.md §1.2, §3.1–3.3, §3.6–3.7, §3.11)."""
+"""Defining invariants of each algorithm (FedAvg, FedProx, SCAFFOLD, FedNova, FedBN, FedPer,
+Local; what each rests on: docs/methods/baselines.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FedDC invariants (algorithms.md §3.5)."""
+"""FedDC invariants (Gao et al. CVPR 2022; docs/methods/baselines.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FedIns local objective and round (algorithms.md §1.4.3, §2.1.3, §2.1.7)."""
+"""FedIns local objective and round (docs/methods/fedins.md: key matching, local training)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""MOON invariants (algorithms.md §3.4): μ = 0 is FedAvg; ℓ_con = log 2 for equal views."""
+"""MOON invariants (Li et al. CVPR 2021; docs/methods/baselines.md): μ = 0 is FedAvg;
+ℓ_con = log 2 for equal views."""
 
 from __future__ import annotations
 

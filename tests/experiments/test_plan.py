@@ -1,4 +1,5 @@
-"""The plan: per-grid seeds, per-backbone pretraining settings, structural item rows."""
+"""The plan: typed stages (train, adapt, structure), per-grid seeds, per-backbone pretraining
+settings, structural item rows, the files each item reads, job resources."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 @pytest.fixture(scope="module")
 def plan():
-    return build_plan({**CONFIG, "papers": ["adapters", "fedins"]}, REPO)
+    return build_plan({**CONFIG, "papers": ["adapters", "fedins", "baselines"]}, REPO)
 
 
 def test_a_grid_may_run_its_own_seeds(plan):
@@ -47,3 +48,60 @@ def test_unknown_source_grid_names_the_key(tmp_path):
     (tmp_path / "config" / "experiments" / "fedins.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=r"items.costs.sources\[0\].grid"):
         build_plan({**CONFIG, "papers": ["fedins"]}, tmp_path)
+
+
+def test_fedavg_ft_adapts_the_fedavg_run_it_sits_beside(plan):
+    item = plan.items["baselines/finetune"]
+    stages = {r["labels"]["method"]: r for r in item["runs"] if r["labels"]["seed"] == 0}
+    fedavg, ft = stages["FedAvg"], stages["FedAvg-FT"]
+    assert fedavg["stage"] == "train" and ft["stage"] == "adapt"
+    assert ft["run"] == fedavg["id"]  # the same trained run, adapted
+    assert plan.adapts[ft["id"]] == {
+        "run": fedavg["id"],
+        "adapt": {"method": "finetune", "epochs": 2, "lr": 0.01},  # mini: E = 2
+    }
+    assert "adapt" not in plan.runs[fedavg["id"]]
+    assert ft["files"] == {"metrics": f"results/mini/adapt/{ft['id']}/metrics.json"}
+    assert fedavg["files"] == {"metrics": f"results/mini/runs/{fedavg['id']}/metrics.json"}
+
+
+def test_items_name_the_exact_files_they_read(plan):
+    curves = plan.items["adapters/fig5"]
+    assert curves["spec"]["figure"] == "curves"
+    assert all(set(r["files"]) == {"metrics", "history"} for r in curves["runs"])
+    hist = plan.items["adapters/fig4"]
+    assert hist["partitions"][0]["file"].startswith("results/mini/partitions/")
+    payload = plan.items["adapters/payload"]
+    spec = plan.structures[payload["structure"]["id"]]
+    assert spec == {"kind": "payload", "backbone": "resnet26", "num_classes": 10,
+                    "algorithm": "fedavg"}  # fmt: skip
+    assert (
+        payload["structure"]["file"] == f"results/mini/structure/{payload['structure']['id']}.json"
+    )
+    costs = plan.structures[plan.items["fedins/costs"]["structure"]["id"]]
+    assert costs["kind"] == "parameters" and len(costs["configs"]) == len(
+        plan.items["fedins/costs"]["configs"]
+    )
+
+
+def test_resources_come_from_the_plan_and_scale_with_the_attempt(plan):
+    rid = next(iter(plan.runs))
+    first, second = plan.resources("train", rid), plan.resources("train", rid, attempt=2)
+    assert second == {k: 2 * v for k, v in first.items()}
+    assert first["mem_mb"] == CONFIG["scales"]["mini"]["resources"]["train"]["mem_mb"]
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    job = paper["scales"]["paper"]["resources"]["train"]
+    big = build_plan({**CONFIG, **paper, "scales": paper["scales"]}, REPO)
+    run = next(r for r in big.runs.values() if r["paper"] == "fedins")
+    epochs = run["train"]["rounds"] * run["train"]["local_epochs"]
+    rid = next(k for k, v in big.runs.items() if v is run)
+    assert big.resources("train", rid)["runtime"] >= job["minutes_per_round"] * epochs
+
+
+def test_a_bad_adapt_block_names_the_key(tmp_path):
+    doc = yaml.safe_load((REPO / "config" / "experiments" / "baselines.yaml").read_text())
+    doc["axes"]["method"]["FedAvg-FT"]["adapt"]["steps"] = 3
+    (tmp_path / "config" / "experiments").mkdir(parents=True)
+    (tmp_path / "config" / "experiments" / "baselines.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"adapt.*steps: unknown key"):
+        build_plan({**CONFIG, "papers": ["baselines"]}, tmp_path)

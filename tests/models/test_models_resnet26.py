@@ -111,7 +111,7 @@ def test_trainable_and_frozen_sets_per_variant():
     adapters = sum(p.numel() for n, p in trainable.items() if "parallel_conv" in n)
     bn = sum(p.numel() for n, p in trainable.items() if ".bns." in n or "end_bns" in n)
     fc = sum(p.numel() for n, p in trainable.items() if n.startswith("linears"))
-    assert (adapters, bn, fc) == (645_216, 7_744, 2_570)  # algorithms.md §1.4.4
+    assert (adapters, bn, fc) == (645_216, 7_744, 2_570)  # docs/methods/adapters.md#model
     assert adapters + bn + fc == sum(p.numel() for p in trainable.values())
     with pytest.raises(ValueError, match="allowed: full, adapters"):
         apply_tuning(ResNet26(10), "lora")

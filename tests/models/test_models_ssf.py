@@ -1,4 +1,4 @@
-"""SSF on timm ViTs (algorithms.md §1.4.1): sizes, frozen sets, exact re-parameterisation."""
+"""SSF on timm ViTs (docs/methods/fedins.md#ssf): sizes, frozen sets, exact re-parameterisation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FedIns's SSF pool (algorithms.md §1.4.3, §2.1.2, §2.1.7)."""
+"""FedIns's SSF pool (FedIns §3.3–3.4, Eq. 9; docs/methods/fedins.md)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def test_torchvision_resnet_sizes(name, total):
 
 
 def test_resnet26_breakdown():
-    """Rebuffi's ResNet-26 (algorithms.md §1.4.4): 25 convs + 1 FC, 5,817,258 parameters."""
+    """Rebuffi's ResNet-26 (docs/methods/adapters.md#model): 25 convs + 1 FC, 5,817,258
+    parameters."""
     model = _meta("resnet26", 10)
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     assert len(convs) == 25  # 25 convs + 1 FC = 26

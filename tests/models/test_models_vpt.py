@@ -1,4 +1,5 @@
-"""VPT on timm ViTs (algorithms.md §1.4.2): token counts, sizes, deep-prompt replacement."""
+"""VPT on timm ViTs (Jia et al. ECCV 2022; FedIns §4.5; docs/methods/fedins.md): token counts,
+sizes, deep-prompt replacement."""
 
 from __future__ import annotations
 

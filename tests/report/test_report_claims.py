@@ -57,7 +57,7 @@ def setup(tmp_path: Path) -> tuple[dict, Path, Path]:
 
 def evaluate(setup: tuple[dict, Path, Path], *claims: dict) -> pd.DataFrame:
     manifests, runs, paper = setup
-    return evaluate_claims(list(claims), manifests, runs, paper).set_index("claim")
+    return evaluate_claims(list(claims), manifests, paper).set_index("claim")
 
 
 def holds(frame: pd.DataFrame, cid: str) -> tuple[object, object]:
@@ -198,7 +198,7 @@ def test_malformed_claim_names_id_and_key(
 
 def test_make_claims_writes_csv_md_html(setup: tuple[dict, Path, Path], tmp_path: Path) -> None:
     manifests, runs, paper = setup
-    paths = make_claims([CLOSE], manifests, runs, paper, tmp_path / "claims" / "adapters")
+    paths = make_claims([CLOSE], manifests, paper, tmp_path / "claims" / "adapters")
     assert sorted(p.suffix for p in paths) == [".csv", ".html", ".md"]
     table = pd.read_csv(tmp_path / "claims" / "adapters.csv")
     assert list(table.columns[:1]) == ["claim"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fedrepro.report.figures import make_figure, plot_curves, plot_partition_hist, plot_sweep
-from tests.report.test_report_results import write_run
+from tests.report.test_report_results import with_files, write_run
 
 
 def curves_manifest(runs: Path) -> dict:
@@ -45,7 +45,7 @@ def assert_images(prefix: Path) -> None:
 
 def test_curves_mark_nan_rounds_as_drops(tmp_path: Path) -> None:
     manifest = curves_manifest(tmp_path / "runs")
-    fig = plot_curves(manifest, runs_dir=tmp_path / "runs")
+    fig = plot_curves(with_files(manifest, tmp_path / "runs"))
     ax = fig.axes[0]
     crosses = [ln for ln in ax.lines if ln.get_marker() == "x"]
     assert len(crosses) == 1
@@ -57,7 +57,7 @@ def test_curves_mark_nan_rounds_as_drops(tmp_path: Path) -> None:
     assert "mini scale" in title and "not the paper" in title and "× = non-finite" in title
     assert ax.get_xlabel() == "round" and "accuracy" in ax.get_ylabel()
     plt.close(fig)
-    make_figure(manifest, tmp_path / "runs", None, tmp_path / "out" / "fig5")
+    make_figure(with_files(manifest, tmp_path / "runs"), tmp_path / "out" / "fig5")
     assert_images(tmp_path / "out" / "fig5")
 
 
@@ -78,7 +78,7 @@ def test_partition_hist_stacks_class_counts(tmp_path: Path) -> None:
             {"id": "missing", "labels": {"partition": "#M=1"}},
         ],
     }
-    fig = plot_partition_hist(manifest, partitions_dir=parts)
+    fig = plot_partition_hist(with_files(manifest, tmp_path / "runs", parts))
     ax = fig.axes[0]
     assert len(ax.patches) == 4 * 3  # clients × classes
     tops: dict[int, float] = {}
@@ -89,7 +89,7 @@ def test_partition_hist_stacks_class_counts(tmp_path: Path) -> None:
     assert ax.get_title() == "CIFAR-10 · Dir(0.5)"
     assert any("missing" in t.get_text() for t in fig.axes[1].texts)
     plt.close(fig)
-    make_figure(manifest, tmp_path / "runs", parts, tmp_path / "fig4")
+    make_figure(with_files(manifest, tmp_path / "runs", parts), tmp_path / "fig4")
     assert_images(tmp_path / "fig4")
 
 
@@ -112,7 +112,7 @@ def test_bars_with_missing_cell(tmp_path: Path) -> None:
         "spec": {"figure": "bars", "groups": "partition", "bars": "algorithm"},
         "runs": entries,
     }
-    make_figure(manifest, runs, None, tmp_path / "bars")
+    make_figure(with_files(manifest, runs), tmp_path / "bars")
     assert_images(tmp_path / "bars")
 
 
@@ -120,14 +120,14 @@ def test_bars_with_missing_cell(tmp_path: Path) -> None:
 def test_no_finished_runs_still_draws(tmp_path: Path, figure: str) -> None:
     manifest = curves_manifest(tmp_path / "elsewhere")  # runs written to another directory
     manifest["spec"] = {**manifest["spec"], "figure": figure, "groups": "variant"}
-    make_figure(manifest, tmp_path / "runs", None, tmp_path / "empty")
+    make_figure(with_files(manifest, tmp_path / "runs"), tmp_path / "empty")
     assert_images(tmp_path / "empty")
 
 
 def test_unknown_figure_kind_names_the_key(tmp_path: Path) -> None:
     manifest = {"paper": "p", "item": "f", "spec": {"figure": "pie"}, "runs": []}
     with pytest.raises(ValueError, match="'figure'"):
-        make_figure(manifest, tmp_path, None, tmp_path / "x")
+        make_figure(with_files(manifest, tmp_path), tmp_path / "x")
 
 
 def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
     spec = {"figure": "sweep", "x": "beta", "lines": "method", "metric": "final_acc"}
     manifest = {"paper": "fedins", "item": "fig5a", "title": "Sweep", "scale": "mini",
                 "spec": spec, "runs": entries}  # fmt: skip
-    fig = plot_sweep(manifest, runs_dir=runs)
+    fig = plot_sweep(with_files(manifest, runs))
     lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
     assert list(lines["FedIns"].get_xdata()) == [0.1, 1.0, 5.0]
     assert list(lines["FedIns"].get_ydata()) == pytest.approx([60.1, 61.0, 65.0])
@@ -150,11 +150,11 @@ def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
     (tmp_path / "rep.csv").write_text(
         "item,method,beta,value,source\nfig5a,FedIns,0.1,85.13,§4.4\n"
     )
-    fig = plot_sweep({**manifest, "reported": str(tmp_path / "rep.csv")}, runs_dir=runs)
+    fig = plot_sweep({**with_files(manifest, runs), "reported": str(tmp_path / "rep.csv")})
     paper_axis = fig.axes[-1]
     assert paper_axis is not fig.axes[0]
     (diamond,) = [ln for ln in paper_axis.lines if ln.get_marker() == "D"]
     assert list(diamond.get_xdata()) == [0.1] and list(diamond.get_ydata()) == [85.13]
     plt.close(fig)
-    make_figure(manifest, runs, None, tmp_path / "sweep")
+    make_figure(with_files(manifest, runs), tmp_path / "sweep")
     assert_images(tmp_path / "sweep")

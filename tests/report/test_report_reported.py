@@ -9,7 +9,7 @@ import pytest
 
 from fedrepro.report import results
 from fedrepro.report.tables import build_table
-from tests.report.test_report_results import make_manifest
+from tests.report.test_report_results import make_manifest, with_files
 
 CSV = Path(__file__).resolve().parents[2] / "config" / "reported" / "adapters.csv"
 DATASETS = ["SVHN", "CIFAR-10", "FashionMNIST"]
@@ -82,7 +82,7 @@ def test_diff_formula_reproduces_the_printed_average_difference(
             for r in part[[*labels, "value", "std"]].itertuples(index=False, name=None)
         }
         manifest = make_manifest(cells, labels, tmp_path / item, spec=spec, item=item)
-        frame = build_table(manifest, tmp_path / item, reported).frame
+        frame = build_table(with_files(manifest, tmp_path / item), reported).frame
         diffs = frame[frame.kind == "diff"]
         assert len(diffs) == 15
         sources = reported[reported.algorithm == "Average difference"].set_index(

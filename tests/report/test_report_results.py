@@ -54,6 +54,21 @@ def write_run(
         ).to_csv(run / "history.csv", index=False)
 
 
+def with_files(
+    manifest: dict[str, Any], runs_dir: Path, partitions_dir: Path | None = None
+) -> dict[str, Any]:
+    """Name each run's result files under ``runs_dir`` (and each partition's JSON under
+    ``partitions_dir``) in the manifest, as the plan does; returns the manifest."""
+    for run in manifest.get("runs", []):
+        run["files"] = {
+            "metrics": str(Path(runs_dir) / run["id"] / "metrics.json"),
+            "history": str(Path(runs_dir) / run["id"] / "history.csv"),
+        }
+    for part in manifest.get("partitions", []) if partitions_dir else []:
+        part["file"] = str(Path(partitions_dir) / f"{part['id']}.json")
+    return manifest
+
+
 def seed_values(mean: float, std: float) -> list[float]:
     """Three seeds whose mean is ``mean`` and sample std (ddof=1) is ``std``."""
     return [mean - std, mean, mean + std]
@@ -79,7 +94,7 @@ def make_manifest(
             runs.append({"id": run_id, "labels": labels})
             if key not in skip:
                 write_run(runs_dir, run_id, value, diverged=key in diverge and seed == 0)
-    return {
+    manifest = {
         "paper": "adapters",
         "item": item,
         "kind": "table",
@@ -88,6 +103,7 @@ def make_manifest(
         "spec": spec,
         "runs": runs,
     }
+    return with_files(manifest, runs_dir)
 
 
 def test_runs_frame_reads_values_and_keeps_missing_runs(tmp_path: Path) -> None:
@@ -100,12 +116,12 @@ def test_runs_frame_reads_values_and_keeps_missing_runs(tmp_path: Path) -> None:
             {"id": "c", "labels": {"algorithm": "FedAvg", "seed": 2}},
         ]
     }
-    frame = results.runs_frame(manifest, tmp_path, "comm.total_bytes")
+    frame = results.runs_frame(with_files(manifest, tmp_path), "comm.total_bytes")
     assert frame["value"].iloc[0] == 123.0
     assert frame["present"].tolist() == [True, True, False]
-    frame = results.runs_frame(manifest, tmp_path, "final_acc")
+    frame = results.runs_frame(with_files(manifest, tmp_path), "final_acc")
     assert frame["diverged"].tolist() == [False, True, False]  # NaN counts as diverged
-    unreported = results.runs_frame(manifest, tmp_path, "params.frozen")
+    unreported = results.runs_frame(with_files(manifest, tmp_path), "params.frozen")
     assert not unreported["diverged"].any() and unreported["value"].isna().all()
     stats = results.cell_stats(frame, ["algorithm"])
     assert stats.loc[0, "n"] == 3 and stats.loc[0, "n_present"] == 2
@@ -117,7 +133,9 @@ def test_cell_stats_uses_sample_std(tmp_path: Path) -> None:
     for seed, value in enumerate(seed_values(50.0, 2.0)):
         write_run(tmp_path, f"r{seed}", value)
     manifest = {"runs": [{"id": f"r{s}", "labels": {"seed": s, "x": "a"}} for s in range(3)]}
-    stats = results.cell_stats(results.runs_frame(manifest, tmp_path, "final_acc"), ["x"])
+    stats = results.cell_stats(
+        results.runs_frame(with_files(manifest, tmp_path), "final_acc"), ["x"]
+    )
     assert stats.loc[0, "mean"] == pytest.approx(50.0)
     assert stats.loc[0, "std"] == pytest.approx(2.0)
 
@@ -129,7 +147,7 @@ def test_pooling_two_datasets_as_seeds_is_refused(tmp_path: Path) -> None:
             {"id": "b", "labels": {"dataset": "CIFAR-10", "algorithm": "FedAvg", "seed": 0}},
         ]
     }
-    frame = results.runs_frame(manifest, tmp_path, "final_acc")
+    frame = results.runs_frame(with_files(manifest, tmp_path), "final_acc")
     with pytest.raises(ValueError, match="'dataset'"):
         results.check_cells_unique(frame, ["algorithm"], "t")
     with pytest.raises(ValueError, match="'variant'"):
@@ -149,3 +167,27 @@ def test_lookup_reported_matches_labels_and_keeps_hash_labels(tmp_path: Path) ->
     assert results.lookup_reported(rep, "table2", key) is None
     assert results.lookup_reported(rep, "table1", {**key, "algorithm": "FedNova"}) is None
     assert results.read_reported(tmp_path / "absent.csv") is None
+
+
+def test_per_client_rows_explode_a_list_metric(tmp_path: Path) -> None:
+    write_run(tmp_path, "a", 50.0, extra={"final_acc_per_client": [40.0, 60.0, float("nan")]})
+    manifest = {
+        "runs": [
+            {"id": "a", "labels": {"method": "FedAvg", "seed": 0}},
+            {"id": "b", "labels": {"method": "FedAvg", "seed": 1}},  # not finished
+        ]
+    }
+    frame = results.runs_frame(with_files(manifest, tmp_path), "final_acc_per_client", "client")
+    assert frame["client"].tolist() == ["0", "1", "2", None]
+    assert frame["value"].tolist()[:2] == [40.0, 60.0]
+    assert frame["diverged"].tolist() == [False, False, True, False]
+    assert frame["present"].tolist() == [True, True, True, False]
+
+
+def test_result_files_are_every_file_a_manifest_names() -> None:
+    manifest = {
+        "runs": [{"id": "r", "files": {"metrics": "m.json", "history": "h.csv"}}],
+        "partitions": [{"id": "p", "file": "p.json"}],
+        "structure": {"id": "s", "file": "s.json"},
+    }
+    assert results.result_files(manifest) == ["m.json", "h.csv", "p.json", "s.json"]

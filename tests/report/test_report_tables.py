@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.report.tables import make_table
-from tests.report.test_report_results import make_manifest
+from tests.report.test_report_results import make_manifest, with_files
 
 LABELS = ("dataset", "partition", "algorithm", "variant")
 SPEC = {
@@ -62,7 +62,7 @@ def table(tmp_path: Path) -> tuple[Path, dict]:
     diverge = {("SVHN", "#M=1", "FedAvg", "w/o adapter")}
     manifest = make_manifest(CELLS, LABELS, runs, spec=SPEC, skip=skip, diverge=diverge)
     (tmp_path / "rep.csv").write_text(REPORTED)
-    make_table(manifest, runs, tmp_path / "out" / "t1", tmp_path / "rep.csv")
+    make_table(with_files(manifest, runs), tmp_path / "out" / "t1", tmp_path / "rep.csv")
     return tmp_path / "out" / "t1", manifest
 
 
@@ -140,7 +140,7 @@ def test_paper_scale_and_best_accuracy(tmp_path: Path) -> None:
     cells = {k: v for k, v in CELLS.items() if k[0] == "SVHN"}
     spec = {**SPEC, "metric": "best_acc", "accuracy": "best-over-rounds"}
     manifest = make_manifest(cells, LABELS, tmp_path / "runs", spec=spec, scale="paper")
-    make_table(manifest, tmp_path / "runs", tmp_path / "t")
+    make_table(with_files(manifest, tmp_path / "runs"), tmp_path / "t")
     md = (tmp_path / "t.md").read_text()
     assert "NOT a reproduction" not in md and "scale `paper`" in md
     assert "best test accuracy over rounds" in md and "best-over-rounds accuracy" in md
@@ -150,7 +150,7 @@ def test_paper_scale_and_best_accuracy(tmp_path: Path) -> None:
 def test_no_finished_runs_gives_dashes_not_a_crash(tmp_path: Path) -> None:
     skip = set(CELLS)
     manifest = make_manifest(CELLS, LABELS, tmp_path / "runs", spec=SPEC, skip=skip)
-    make_table(manifest, tmp_path / "runs", tmp_path / "t")
+    make_table(with_files(manifest, tmp_path / "runs"), tmp_path / "t")
     rows = md_table(tmp_path / "t.md")
     assert all(c == "—" for row in rows[1:] for c in row[2:])
 
@@ -158,11 +158,11 @@ def test_no_finished_runs_gives_dashes_not_a_crash(tmp_path: Path) -> None:
 def test_bad_spec_names_the_key(tmp_path: Path) -> None:
     manifest = make_manifest(CELLS, LABELS, tmp_path / "runs", spec={**SPEC, "rows": []})
     with pytest.raises(ValueError, match="'rows'"):
-        make_table(manifest, tmp_path / "runs", tmp_path / "t")
+        make_table(with_files(manifest, tmp_path / "runs"), tmp_path / "t")
     bad_diff = {**SPEC, "diff": [{**SPEC["diff"][0], "label": "seed"}]}
     manifest = make_manifest(CELLS, LABELS, tmp_path / "runs", spec=bad_diff)
     with pytest.raises(ValueError, match=r"diff\[0\]"):
-        make_table(manifest, tmp_path / "runs", tmp_path / "t")
+        make_table(with_files(manifest, tmp_path / "runs"), tmp_path / "t")
 
 
 def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> Non
         "versus": {"label": "method", "value": "FedAvg"},
     }
     manifest = make_manifest(cells, ("method", "dataset"), tmp_path / "runs", spec=spec)
-    make_table(manifest, tmp_path / "runs", tmp_path / "t")
+    make_table(with_files(manifest, tmp_path / "runs"), tmp_path / "t")
     body = {row[0]: row[1] for row in md_table(tmp_path / "t.md")[1:]}
     assert body["FedIns"].endswith("(3.00) ↑")
     assert body["SOLO"].endswith("(50.00) ↓")
@@ -187,4 +187,4 @@ def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> Non
     assert body["Prompt"].endswith("(0.00)")  # a gap that prints as zero has no arrow
     with pytest.raises(ValueError, match="'versus'"):
         make_table({**manifest, "spec": {**spec, "versus": {"label": "dataset"}}},
-                   tmp_path / "runs", tmp_path / "bad")  # fmt: skip
+                   tmp_path / "bad")  # fmt: skip

@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from fedrepro.experiments.plan import build_plan
-from fedrepro.report.parameters import count_parameters, make_parameter_table, printed_convention
+from fedrepro.report.parameters import make_parameter_table, printed_convention
+from fedrepro.structure import measure_structure
+from fedrepro.structure.parameters import count_parameters
 
 REPO = Path(__file__).resolve().parents[2]
 VIT_B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
@@ -55,8 +57,12 @@ def test_printed_convention_tells_truncation_from_rounding():
 def costs(tmp_path_factory) -> pd.DataFrame:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     plan = build_plan({**config, "papers": ["fedins"]}, REPO)
-    out = tmp_path_factory.mktemp("costs") / "costs"
-    make_parameter_table(plan.items["fedins/costs"], out)
+    tmp = tmp_path_factory.mktemp("costs")
+    manifest = plan.items["fedins/costs"]
+    manifest["structure"]["file"] = tmp / "structure.json"  # the structure job, then the table
+    measure_structure(plan.structures[manifest["structure"]["id"]], tmp / "structure.json")
+    out = tmp / "costs"
+    make_parameter_table(manifest, out)
     assert "[paper 85.80]" in out.with_suffix(".md").read_text()
     return pd.read_csv(out.with_suffix(".csv"), keep_default_na=False)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import torch
 
@@ -10,7 +11,9 @@ from fedrepro.fl.payload import sent_state_dict, serialized_bytes
 from fedrepro.fl.tensors import nbytes, take
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
-from fedrepro.report.payload import make_payload_table, matches_printed, measure_payload
+from fedrepro.report.payload import make_payload_table, matches_printed
+from fedrepro.structure import measure_structure
+from fedrepro.structure.payload import measure_payload
 
 PAPER = {  # §IV-A4, printed as "MB"
     "full model": "22.2",
@@ -21,7 +24,7 @@ PAPER = {  # §IV-A4, printed as "MB"
 
 @pytest.fixture(scope="module")
 def payload():
-    return measure_payload("resnet26", 10).set_index("quantity")
+    return pd.DataFrame(measure_payload("resnet26", 10)).set_index("quantity")
 
 
 def test_payload_matches_the_paper_in_mebibytes_not_megabytes(payload):
@@ -62,11 +65,14 @@ def test_sent_state_dict_drops_frozen_and_local_tensors():
 
 
 def test_payload_table_files(tmp_path):
+    spec = {"kind": "payload", "backbone": "resnet26_mini", "num_classes": 10}
+    measure_structure({**spec, "algorithm": "fedavg"}, tmp_path / "structure.json")
     manifest = {
         "paper": "adapters",
         "item": "payload",
         "title": "payload",
-        "spec": {"backbone": "resnet26_mini", "num_classes": 10},
+        "spec": spec,
+        "structure": {"id": "s", "file": str(tmp_path / "structure.json")},
     }
     paths = make_payload_table(manifest, tmp_path / "payload")
     assert sorted(p.suffix for p in paths) == [".csv", ".html", ".md", ".tex"]

@@ -12,6 +12,7 @@ import fedrepro.fl.engine as engine
 from fedrepro.jobs.train import train_run
 from fedrepro.report.tables import make_table
 from tests.job_helpers import toy_job
+from tests.report.test_report_results import with_files
 
 POISONED_CALL = 3  # the 4th local update: round 2 (two clients per round)
 
@@ -48,6 +49,6 @@ def test_nan_client_update_is_flagged_and_marked_in_the_table(tmp_path, monkeypa
         "runs": [{"id": "poisoned", "labels": {"dataset": "toy", "algorithm": "FedAvg",
                                                "seed": 0}}],
     }  # fmt: skip
-    make_table(manifest, runs, tmp_path / "table")
+    make_table(with_files(manifest, runs), tmp_path / "table")
     row = next(ln for ln in (tmp_path / "table.md").read_text().splitlines() if "toy" in ln)
     assert "†" in row, row

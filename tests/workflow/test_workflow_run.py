@@ -61,3 +61,34 @@ def test_table_target_end_to_end_then_reruns_nothing_then_retrains_one_algorithm
     assert counts.get("train") == 4, changed.stdout[-2000:]
     retrained = re.findall(r"wildcards: run=(\w+)-", changed.stdout)
     assert retrained == ["fedprox"] * 4, retrained
+
+
+def test_fedavg_ft_table_builds_and_an_adapt_option_reruns_only_adaptation(tmp_path):
+    wf = copy_workflow(tmp_path)
+    _shrink(wf)  # small data and pretraining
+    exp_path = wf / "config" / "experiments" / "baselines.yaml"
+    exp = yaml.safe_load(exp_path.read_text())
+    mini = exp["scales"]["mini"]
+    mini["seeds"] = [0]
+    mini["defaults"]["train"]["rounds"] = 2
+    mini["defaults"]["model"] = {"backbone": "cnn_simple", "pretrained": False, "img_size": 32}
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+
+    dry = snakemake("baselines_finetune", "-n", cwd=wf)
+    assert _job_counts(dry.stdout).get("adapt") == 1, dry.stdout[-2000:]
+    res = snakemake("baselines_finetune", "--cores", "2", cwd=wf)
+    assert res.returncode == 0, res.stderr[-3000:]
+    table = (wf / "results/mini/tables/baselines/finetune.csv").read_text()
+    assert "FedAvg-FT" in table and "FT gain" in table
+    adapt_dirs = list((wf / "results/mini/adapt").glob("finetune-fedavg-*"))
+    assert len(adapt_dirs) == 1 and (adapt_dirs[0] / "metrics.json").exists()
+
+    mini["axes"]["method"]["FedAvg-FT"]["adapt"]["epochs"] = 3  # an adaptation option
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+    counts = _job_counts(snakemake("baselines_finetune", "-n", cwd=wf).stdout)
+    assert counts.get("adapt") == 1 and "train" not in counts, counts
+
+    mini["defaults"]["train"]["lr"] = 0.02  # a training option: the run and what reads it
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+    counts = _job_counts(snakemake("baselines_finetune", "-n", cwd=wf).stdout)
+    assert counts.get("train") == 1 and counts.get("adapt") == 1, counts

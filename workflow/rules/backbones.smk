@@ -5,14 +5,20 @@ rule pretrain_backbone:
         f"{R}/backbones/pretrained/{{backbone}}.safetensors",
     log:
         f"{R}/logs/backbones/{{backbone}}.log",
+    benchmark:
+        f"{R}/benchmarks/backbones/{{backbone}}.tsv"
     conda:
         ENV
     threads: 2
+    resources:
+        gpu=config["gpus_per_train"],
+        **resources("pretrain"),
     params:
+        script=cli_script("pretrain_backbone.py"),
         spec=lambda wildcards: json.dumps(PLAN.backbones[wildcards.backbone]),
         device=DEVICE,
     shell:
-        "python workflow/scripts/pretrain_backbone.py --backbone {wildcards.backbone}"
+        "python {params.script} --backbone {wildcards.backbone}"
         " --spec-json {params.spec:q} --data-dir $(dirname {input.train}) --out {output}"
         " --device {params.device} --threads {threads} > {log} 2>&1"
 
@@ -27,7 +33,8 @@ rule fetch_backbone:
     conda:
         ENV
     params:
+        script=cli_script("fetch_backbone.py"),
         root=DATA_ROOT,
     shell:
-        "python workflow/scripts/fetch_backbone.py {wildcards.backbone} {output}"
+        "python {params.script} {wildcards.backbone} {output}"
         " --data-root {params.root} > {log} 2>&1"

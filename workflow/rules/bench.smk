@@ -13,9 +13,10 @@ rule bench_workload:
     resources:
         gpu=bench_gpus,
     params:
+        script=cli_script("bench.py"),
         spec=bench_spec,
     shell:
-        "python workflow/scripts/bench.py workload --spec-json {params.spec:q}"
+        "python {params.script} workload --spec-json {params.spec:q}"
         " --threads {threads} --out {output} > {log} 2>&1"
 
 
@@ -28,9 +29,10 @@ rule bench_clients:
         ENV
     threads: workflow.cores
     params:
+        script=cli_script("bench.py"),
         spec=json.dumps(BENCH["clients"]),
     shell:
-        "python workflow/scripts/bench.py clients --spec-json {params.spec:q}"
+        "python {params.script} clients --spec-json {params.spec:q}"
         " --threads {threads} --out {output} > {log} 2>&1"
 
 
@@ -43,9 +45,10 @@ rule bench_dag:
         ENV
     threads: workflow.cores
     params:
+        script=cli_script("bench.py"),
         spec=json.dumps(BENCH["dag"]),
     shell:
-        "python workflow/scripts/bench.py dag --spec-json {params.spec:q}"
+        "python {params.script} dag --spec-json {params.spec:q}"
         " --out {output} > {log} 2>&1"
 
 
@@ -59,9 +62,10 @@ rule bench_cost:
     conda:
         ENV
     params:
+        script=cli_script("bench.py"),
         spec=json.dumps(BENCH["cost"]),
     shell:
-        "python workflow/scripts/bench.py cost --spec-json {params.spec:q}"
+        "python {params.script} cost --spec-json {params.spec:q}"
         " --inputs {input} --out {output} > {log} 2>&1"
 
 
@@ -86,6 +90,7 @@ rule bench_page:
     conda:
         ENV
     params:
+        script=cli_script("bench.py"),
         spec=json.dumps(
             {
                 "names": bench_page_inputs()[0],
@@ -96,7 +101,7 @@ rule bench_page:
             }
         ),
     shell:
-        "python workflow/scripts/bench.py page --spec-json {params.spec:q}"
+        "python {params.script} page --spec-json {params.spec:q}"
         " --inputs {input} --out {output.md} > {log} 2>&1"
 
 

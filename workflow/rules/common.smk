@@ -1,22 +1,33 @@
 # The run table is computed once, here; input functions only look things up in it.
 import json
+import os
 from pathlib import Path
 
 from fedrepro.data.registry import DATASETS
-from fedrepro.experiments.config import ConfigError
+from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
+from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import build_plan
+from fedrepro.report.results import result_files
 
+# the schemas ship with the library (package data), wherever it is installed
+validate(config, str(SCHEMA_DIR / "config.yaml"))
 try:
     PLAN = build_plan(config, Path(workflow.basedir))
 except ConfigError as err:
     raise SystemExit(f"fedrepro config error: {err}")
 
-validate(config, "../../config/schema/config.yaml")
-
 SCALE = config["scale"]
-R = f"{config['results']}/{SCALE}"
+R = PLAN.root  # results/<scale>
 DATA_ROOT = config["data_root"]
 ENV = "../../envs/fedrepro.yaml"
+
+
+def cli_script(name):
+    """A command-line script of the rules that keep `shell:` (the torch jobs run in the job's
+    own Python, not the driver's): found from the workflow, written relative to the working
+    directory so that a moved checkout does not rerun everything."""
+    return os.path.relpath(f"{workflow.basedir}/workflow/scripts/{name}")
+
 DEVICE = config["device"]
 # Datasets with only a test split (CIFAR-10-C, CIFAR-10.1) get their own prepare rule.
 TEST_ONLY = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) == ("test",))
@@ -26,10 +37,21 @@ TRAIN_TEST = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) != ("tes
 wildcard_constraints:
     dataset=r"[a-z0-9_]+",
     run=r"[A-Za-z0-9_.\-]+",
+    adapt=r"[A-Za-z0-9_.\-]+",
+    structure=r"[A-Za-z0-9_.\-]+",
     pid=r"[A-Za-z0-9_.\-]+",
     backbone=r"[A-Za-z0-9_.\-]+",
     paper=r"[a-z0-9_]+",
     item=r"[A-Za-z0-9_]+",
+
+
+def resources(stage, key=None):
+    """`mem_mb` and `runtime` of a job, from the plan, scaled by the Slurm attempt."""
+
+    def get(name):
+        return lambda wc, attempt: PLAN.resources(stage, key and wc[key], attempt)[name]
+
+    return {"mem_mb": get("mem_mb"), "runtime": get("runtime")}
 
 
 def raw_inputs(wildcards):
@@ -62,12 +84,24 @@ def partition_inputs(wildcards):
     return split_files(PLAN.partitions[wildcards.pid]["dataset"])
 
 
-def train_inputs(wildcards):
-    run = PLAN.runs[wildcards.run]
+def run_inputs(run):
     files = split_files(run["dataset"])
     files["partition"] = f"{R}/partitions/{run['partition_id']}.json"
     if run["model"].get("pretrained", True):
         files["backbone"] = backbone_file(run["model"]["backbone"])
+    return files
+
+
+def train_inputs(wildcards):
+    return run_inputs(PLAN.runs[wildcards.run])
+
+
+def adapt_inputs(wildcards):
+    """The trained run's inputs plus its saved state (the adaptation's starting point)."""
+    rid = PLAN.adapts[wildcards.adapt]["run"]
+    files = run_inputs(PLAN.runs[rid])
+    files["state"] = f"{R}/runs/{rid}/state.safetensors"
+    files["config"] = f"{R}/runs/{rid}/config.json"
     return files
 
 
@@ -81,28 +115,16 @@ def pretrain_inputs(wildcards):
 
 
 def item_inputs(wildcards):
-    key = f"{wildcards.paper}/{wildcards.item}"
-    manifest = PLAN.items[key]
+    """Exactly the result files the item's manifest names (any stage), and the reported
+    numbers it shows (an edited transcription rebuilds the items that show it)."""
+    manifest = PLAN.items[f"{wildcards.paper}/{wildcards.item}"]
     reported = [manifest["reported"], manifest["spec"].get("reported")]
-    return {
-        "metrics": [f"{R}/runs/{r}/metrics.json" for r in PLAN.item_runs(key)],
-        "partitions": [f"{R}/partitions/{p}.json" for p in PLAN.item_partitions(key)],
-        # an edited transcription rebuilds the items that show it
-        "reported": [path for path in reported if path],
-    }
+    return {"results": result_files(manifest), "reported": [p for p in reported if p]}
 
 
 def claims_inputs(wildcards):
-    items = PLAN.papers[wildcards.paper]
-    return {
-        "metrics": sorted(
-            {
-                f"{R}/runs/{r}/metrics.json"
-                for i in items
-                for r in PLAN.item_runs(f"{wildcards.paper}/{i}")
-            }
-        ),
-    }
+    manifests = claims_manifests(wildcards).values()
+    return {"results": sorted({f for m in manifests for f in result_files(m)})}
 
 
 def item_manifest(wildcards):
@@ -124,15 +146,19 @@ def partition_manifest(wildcards):
         "scale": SCALE,
         "spec": {"figure": "partition_hist"},
         "runs": [],
-        "partitions": [{"id": wildcards.pid, "labels": {"seed": part["seed"]}}],
+        "partitions": [
+            {
+                "id": wildcards.pid,
+                "labels": {"seed": part["seed"]},
+                "file": f"{R}/partitions/{wildcards.pid}.json",
+            }
+        ],
     }
 
 
 def item_outputs(paper, item):
-    kind = PLAN.items[f"{paper}/{item}"]["kind"]
-    if kind in ("table", "payload", "parameters"):
-        return [f"{R}/tables/{paper}/{item}.{ext}" for ext in ("md", "tex", "csv", "html")]
-    return [f"{R}/figures/{paper}/{item}.{ext}" for ext in ("png", "pdf")]
+    kind = ITEM_KINDS[PLAN.items[f"{paper}/{item}"]["kind"]]
+    return [f"{R}/{kind.folder}/{paper}/{item}.{ext}" for ext in kind.outputs]
 
 
 def paper_outputs(paper):

@@ -8,9 +8,10 @@ rule download_data:
     conda:
         ENV
     params:
+        script=cli_script("download_data.py"),
         root=data_root_of,
     shell:
-        "python workflow/scripts/download_data.py --dataset {wildcards.dataset}"
+        "python {params.script} --dataset {wildcards.dataset}"
         " --data-root {params.root} --out-flag {output} > {log} 2>&1"
 
 
@@ -27,34 +28,22 @@ rule prepare_data:
     conda:
         ENV
     params:
+        script=cli_script("prepare_data.py"),
         scale=SCALE,
         root=DATA_ROOT,
         args=data_args,
     shell:
-        "python workflow/scripts/prepare_data.py --dataset {wildcards.dataset} --scale {params.scale}"
+        "python {params.script} --dataset {wildcards.dataset} --scale {params.scale}"
         " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.test})"
         " {params.args} > {log} 2>&1"
 
 
-rule prepare_test_only_data:
-    input:
-        raw_inputs,
+# Datasets with only a test split (CIFAR-10-C, CIFAR-10.1).
+use rule prepare_data as prepare_test_only_data with:
     output:
         test=f"{R}/data/{{dataset}}/test.safetensors",
-    log:
-        f"{R}/logs/data/{{dataset}}.log",
     wildcard_constraints:
         dataset=TEST_ONLY,
-    conda:
-        ENV
-    params:
-        scale=SCALE,
-        root=DATA_ROOT,
-        args=data_args,
-    shell:
-        "python workflow/scripts/prepare_data.py --dataset {wildcards.dataset} --scale {params.scale}"
-        " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.test})"
-        " {params.args} > {log} 2>&1"
 
 
 rule partition:
@@ -67,9 +56,10 @@ rule partition:
     conda:
         ENV
     params:
+        script=cli_script("partition.py"),
         spec=lambda wildcards: json.dumps(PLAN.partitions[wildcards.pid]),
     shell:
-        "python workflow/scripts/partition.py --spec-json {params.spec:q} --train {input.train}"
+        "python {params.script} --spec-json {params.spec:q} --train {input.train}"
         " --test {input.test} --out {output} > {log} 2>&1"
 
 
@@ -85,7 +75,5 @@ rule partition_figure:
         ENV
     params:
         manifest=partition_manifest,
-        runs=f"{R}/runs",
-        partitions=lambda wildcards, input: str(Path(input[0]).parent),
     script:
-        "../scripts/make_figure.py"
+        "../scripts/make_item.py"

@@ -1,3 +1,7 @@
+# Items read exactly the result files their manifest names (`item_inputs`); one script
+# builds every kind through its registered builder (fedrepro.experiments.items).
+
+
 rule table:
     input:
         unpack(item_inputs),
@@ -20,14 +24,11 @@ rule table:
         manifest=item_manifest,
         title=lambda wildcards: item_text(wildcards, "title"),
         caption=lambda wildcards: item_text(wildcards, "caption"),
-        runs=f"{R}/runs",
     script:
-        "../scripts/make_table.py"
+        "../scripts/make_item.py"
 
 
-rule figure:
-    input:
-        unpack(item_inputs),
+use rule table as figure with:
     output:
         png=report(
             f"{R}/figures/{{paper}}/{{item}}.png",
@@ -37,18 +38,6 @@ rule figure:
             labels={"item": "{item}"},
         ),
         pdf=f"{R}/figures/{{paper}}/{{item}}.pdf",
-    log:
-        f"{R}/logs/items/{{paper}}/{{item}}.log",
-    conda:
-        ENV
-    params:
-        manifest=item_manifest,
-        title=lambda wildcards: item_text(wildcards, "title"),
-        caption=lambda wildcards: item_text(wildcards, "caption"),
-        runs=f"{R}/runs",
-        partitions=f"{R}/partitions",
-    script:
-        "../scripts/make_figure.py"
 
 
 rule claims:
@@ -71,6 +60,5 @@ rule claims:
     params:
         spec=lambda wildcards: PLAN.claims[wildcards.paper],
         manifests=claims_manifests,
-        runs=f"{R}/runs",
     script:
         "../scripts/make_claims.py"

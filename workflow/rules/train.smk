@@ -1,3 +1,6 @@
+# The run stages: train, adapt (starts from a trained run's state), structure (no data).
+
+
 rule train:
     input:
         unpack(train_inputs),
@@ -8,16 +11,64 @@ rule train:
         state=f"{R}/runs/{{run}}/state.safetensors",
     log:
         f"{R}/logs/train/{{run}}.log",
+    benchmark:
+        f"{R}/benchmarks/train/{{run}}.tsv"
     conda:
         ENV
     threads: config["threads"]
     resources:
         gpu=config["gpus_per_train"],
+        **resources("train", "run"),
     params:
+        script=cli_script("train.py"),
         spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "python workflow/scripts/train.py --config-json {params.spec:q} --data-dir $(dirname {input.train})"
+        "python {params.script} --config-json {params.spec:q} --data-dir $(dirname {input.train})"
         " --partition {input.partition} --out-dir $(dirname {output.metrics}) {params.backbone}"
         " --device {params.device} --threads {threads} > {log} 2>&1"
+
+
+rule adapt:
+    input:
+        unpack(adapt_inputs),
+    output:
+        config=f"{R}/adapt/{{adapt}}/config.json",
+        metrics=f"{R}/adapt/{{adapt}}/metrics.json",
+        history=f"{R}/adapt/{{adapt}}/history.csv",
+    log:
+        f"{R}/logs/adapt/{{adapt}}.log",
+    benchmark:
+        f"{R}/benchmarks/adapt/{{adapt}}.tsv"
+    conda:
+        ENV
+    threads: config["threads"]
+    resources:
+        gpu=config["gpus_per_train"],
+        **resources("adapt", "adapt"),
+    params:
+        script=cli_script("adapt.py"),
+        spec=lambda wildcards: json.dumps(PLAN.adapts[wildcards.adapt]["adapt"]),
+        backbone=backbone_arg,
+        device=DEVICE,
+    shell:
+        "python {params.script} --adapt-json {params.spec:q} --run-dir $(dirname {input.state})"
+        " --data-dir $(dirname {input.train}) --partition {input.partition}"
+        " --out-dir $(dirname {output.metrics}) {params.backbone}"
+        " --device {params.device} --threads {threads} > {log} 2>&1"
+
+
+rule structure:
+    output:
+        f"{R}/structure/{{structure}}.json",
+    log:
+        f"{R}/logs/structure/{{structure}}.log",
+    conda:
+        ENV
+    resources:
+        **resources("structure"),
+    params:
+        spec=lambda wildcards: PLAN.structures[wildcards.structure],
+    script:
+        "../scripts/structure.py"

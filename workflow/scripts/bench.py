@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fedrepro.atomic import write_json
 from fedrepro.bench import cost, dag, figures, scaling, summary, workload
-from fedrepro.jobs.common import pick_device
+from fedrepro.fl.build import pick_device
 
 
 def _load(paths):

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+from fedrepro.logs import log_to
 from fedrepro.report.claims import make_claims
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
-spec = sm.params.spec
-out = str(Path(sm.output.csv).with_suffix(""))
-title = f"Claims: {spec['paper']} ({spec['scale']} scale)"
-make_claims(spec["claims"], sm.params.manifests, sm.params.runs, spec["reported"], out, title)
+with log_to(sm.log[0]):
+    spec = sm.params.spec
+    out = str(Path(sm.output.csv).with_suffix(""))
+    title = f"Claims: {spec['paper']} ({spec['scale']} scale)"
+    make_claims(spec["claims"], sm.params.manifests, spec["reported"], out, title)

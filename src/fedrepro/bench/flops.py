@@ -12,7 +12,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from fedrepro.models.registry import get_spec
-from fedrepro.report.payload import begin_client, sender
+from fedrepro.structure.payload import begin_client, sender
 
 
 def _counted(fn) -> int:

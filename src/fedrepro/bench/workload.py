@@ -10,11 +10,12 @@ import torch
 
 from fedrepro.algorithms import make_algorithm
 from fedrepro.bench.flops import per_sample_flops
-from fedrepro.bench.machine import current_rss_mb, describe, matmul_flops, peak_gpu_mb, peak_rss_mb
+from fedrepro.bench.machine import describe, matmul_flops
+from fedrepro.fl.build import build_model, pick_device
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.timing import PHASES, PhaseClock
-from fedrepro.jobs.common import build_model, pick_device
+from fedrepro.memory import current_rss_mb, peak_gpu_mb, peak_rss_mb
 
 DEFAULTS = {
     "tuning": "full",

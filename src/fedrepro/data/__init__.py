@@ -1,1 +1,1 @@
-"""data layer (see DESIGN.md)."""
+"""data layer (see docs/architecture.md)."""

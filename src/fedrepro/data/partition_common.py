@@ -44,8 +44,9 @@ class ClientPart:
 
 
 class Params:
-    """Reads a scheme's parameters from the spec, validating each and recording the resolved
-    value, so that a typo or a missing key fails with a one-line message naming it."""
+    """Reads a scheme's parameters from the partition config, validating each and recording
+    the resolved value, so that a typo or a missing key fails with a one-line message naming
+    it."""
 
     def __init__(self, scheme: str, spec: dict[str, Any], meta_keys: Sequence[str]) -> None:
         self.scheme = scheme

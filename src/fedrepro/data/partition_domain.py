@@ -61,7 +61,7 @@ def leave_one_domain_out(
     p: Params, data: PartitionData, rng: np.random.Generator
 ) -> list[ClientPart]:
     """Each domain but ``held_out`` is one client; every client tests on all test images of
-    the held-out domain (FedICON Office-10, spec §1.3.6)."""
+    the held-out domain (FedICON's Office-10 domain shift, Tan et al. NeurIPS 2023 §5.1)."""
     train_domains = _require_domains(p, data)
     held_out = _domain_index(
         p, "held_out", p.raw("held_out", allowed="a domain name or index"), data

@@ -23,8 +23,10 @@ from fedrepro.data.partition_common import (
 
 
 def feature_noise(p: Params, data: PartitionData, rng: np.random.Generator) -> list[ClientPart]:
-    """Gau(σ) (spec §1.3.3): IID equal split; client i adds N(0, s_i²) noise with
-    level σ·i/D, D = K-1 (NIID code) or K (S001 text), read as std (code) or variance (text)."""
+    """Gau(σ) (Elvebakken et al. §IV; docs/methods/adapters.md): IID equal split; client i
+    adds N(0, s_i²) noise with level σ·i/D, D = K-1 (NIID-Bench's code,
+    Xtra-Computing/NIID-Bench@61b901a:utils.py) or K (the paper's text), read as std (code)
+    or variance (text)."""
     sigma = p.number("sigma", lo=0)
     noise_param = p.choice("noise_param", ("std", "var"), "std")
     denominator = p.choice("denominator", ("N-1", "N"), "N-1")
@@ -45,9 +47,10 @@ def feature_noise(p: Params, data: PartitionData, rng: np.random.Generator) -> l
 def fedpce_degradation(
     p: Params, data: PartitionData, rng: np.random.Generator
 ) -> list[ClientPart]:
-    """FedPCE's 6M clients (spec §1.3.5): the data is split (class-stratified) into three
-    equal parts; clients 0..2M-1 get Gaussian noise of fixed variance, 2M..4M-1 fixed
-    colour-jitter factors, 4M..6M-1 Dirichlet class imbalance (M subsets of 2 clients).
+    """FedPCE's 6M clients (FedPCE §4.2, §5.1; somcogo/fedpce@b673d68:utils/ops.py): the
+    data is split (class-stratified) into three equal parts; clients 0..2M-1 get Gaussian
+    noise of fixed variance, 2M..4M-1 fixed colour-jitter factors, 4M..6M-1 Dirichlet class
+    imbalance (M subsets of 2 clients).
     Test images are split the same way, so each client's test set matches its train set."""
     m = p.number("m", 5, lo=1, integer=True)
     min_size = p.number("min_size", 10, lo=0, integer=True)

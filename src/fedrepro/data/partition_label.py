@@ -1,8 +1,11 @@
 """Label-distribution schemes: IID, the Dirichlet family, FedHPL's overlapping Dir, and #C=k.
 
-"Dirichlet" differs between the papers' codebases, so each variant has its own name
-(spec §1.3.1 and §1.3.4): ``niid`` (NIID-Bench ``noniid-labeldir``), ``fedins`` (per-class
-truncation first), ``fedpce`` (round() cuts, test cut alike) and ``fedhpl_disjoint``.
+"Dirichlet" differs between the papers' codebases, so each variant has its own name:
+``niid`` (NIID-Bench ``noniid-labeldir``, Xtra-Computing/NIID-Bench@61b901a:utils.py),
+``fedins`` (per-class truncation first, chunmeifeng/FedIns@0918734:
+utils/cifar_tinyimage_data_utils.py; docs/methods/fedins.md), ``fedpce`` (round() cuts, test
+cut alike, somcogo/fedpce@b673d68:utils/partition.py) and ``fedhpl_disjoint`` (FedHPL §4.1,
+App. B.2).
 NIID-Bench drew from numpy's legacy global RNG; here every scheme draws from one
 ``default_rng(seed)`` stream, so the algorithms match but not the exact index sets.
 """

@@ -1,9 +1,10 @@
 """Dataset registry: one frozen record per dataset, the single source of truth for class
 names, channels, sizes, splits, domains, remote files and the parser that reads them.
 
-Checksums and URLs come from /work/shared/spec/data-sources.md (torchvision and TFDS
-tables). Files whose only source is Google Drive carry no URL: they must be staged by
-hand under ``<data_root>/<dataset>/`` and their ``note`` says where to get them.
+Checksums and URLs are the ones torchvision and TensorFlow Datasets publish for these files
+(docs/data.md lists them with their sources). Files whose only source is Google Drive carry
+no URL: they must be staged by hand under ``<data_root>/<dataset>/`` and their ``note`` says
+where to get them.
 """
 
 from __future__ import annotations

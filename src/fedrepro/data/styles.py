@@ -1,5 +1,5 @@
 """FedIns's intra-client heterogeneity knob γ: part of each client's training images are
-converted to other styles (S000 §4.4; spec §1.3.7).
+converted to other styles (FedIns §4.4, Fig. 5b; docs/methods/fedins.md).
 
 The paper converts images "to other styles" with AdaIN style transfer (Geirhos et al.); its
 supplement with the details is lost and the AdaIN encoder/decoder weights are not part of
@@ -8,10 +8,10 @@ AdaIN. Style s is a target per-channel mean and standard deviation plus a low-fr
 texture drawn from a generator seeded with s; an image converted to style s has its
 per-channel statistics replaced by the target ones and the texture blended in.
 
-Assignment (spec §1.3.7, proposed): with γ styles a client's training images are split at
-random into γ + 1 equal groups; group 0 keeps its images and group s is converted to style s.
-``fraction`` overrides the converted share (then the converted images are dealt evenly over
-the γ styles). Style 0 means "unchanged".
+Assignment (our reading; the paper does not say what γ counts): with γ styles a client's
+training images are split at random into γ + 1 equal groups; group 0 keeps its images and
+group s is converted to style s. ``fraction`` overrides the converted share (then the
+converted images are dealt evenly over the γ styles). Style 0 means "unchanged".
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""experiments layer (see DESIGN.md)."""
+"""experiments layer (see docs/architecture.md)."""

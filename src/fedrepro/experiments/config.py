@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import copy
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "config" / "schema"
+from fedrepro.experiments.items import ITEM_KINDS
+
+# Package data (src/fedrepro/schemas/*.yaml), so a non-editable install finds them too.
+SCHEMA_DIR = files("fedrepro") / "schemas"
 
 
 class ConfigError(ValueError):
@@ -48,11 +52,17 @@ def _where(err: jsonschema.ValidationError, root: str) -> str:
 
 @cache
 def _validator(schema: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(load_yaml(SCHEMA_DIR / f"{schema}.yaml"))
+    doc = load_yaml(SCHEMA_DIR / f"{schema}.yaml")
+    if schema == "experiment":  # item kinds come from their registry, not a second list
+        item = doc["properties"]["items"]["additionalProperties"]
+        item["properties"]["kind"] = {"enum": list(ITEM_KINDS)}
+        from_runs = [k for k, v in ITEM_KINDS.items() if not v.structure]
+        item["if"] = {"properties": {"kind": {"enum": from_runs}}}
+    return jsonschema.Draft202012Validator(doc)
 
 
 def validate(doc: dict, schema: str, root: str) -> None:
-    """Validate against `config/schema/<schema>.yaml`; raise ConfigError with one line."""
+    """Validate against `fedrepro/schemas/<schema>.yaml`; raise ConfigError with one line."""
     validator = _validator(schema)
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), e.path))
     if errors:

@@ -1,8 +1,16 @@
-"""Experiment files → the run table, partitions, backbones and item manifests.
+"""Experiment files → the typed stages of the DAG and the item manifests that read them.
 
-Pure Python and computed once per Snakemake invocation. A run's id is a readable
-prefix plus a hash of its fully resolved config: same config ⇒ same id ⇒ the run
-is trained once, whichever tables need it.
+Pure Python and computed once per Snakemake invocation. Stages, each keyed by a readable
+prefix plus a hash of what determines its output:
+
+- ``runs`` (train): the fully resolved run config. Same config ⇒ same id ⇒ the run is
+  trained once, whichever tables need it.
+- ``adapts`` (adapt): the trained run's id plus the adaptation block, so changing an
+  adaptation option reruns only the adaptation (and what reads it).
+- ``structures`` (structure): the architecture spec that is counted.
+
+An item manifest names the exact result file of each stage it reads (``files`` of each
+run entry, ``file`` of each partition, ``structure.file``); the report reads only those.
 """
 
 from __future__ import annotations
@@ -10,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
+from fedrepro.experiments.items import ITEM_KINDS
 
 NOT_HASHED = ("paper",)
 
@@ -27,12 +37,31 @@ def run_id(run: dict) -> str:
     return f"{run['algorithm']['name']}-{run['dataset']}-s{run['seed']}-{digest(body)}"
 
 
+def adapt_id(run: str, adapt: dict) -> str:
+    return f"{adapt['method']}-{run}-{digest({'run': run, 'adapt': adapt}, 8)}"
+
+
+def structure_id(spec: dict) -> str:
+    return f"{spec['kind']}-{spec['backbone']}-{digest(spec)}"
+
+
+# where each stage writes the result files items read (relative to results/<scale>)
+STAGE_FILES = {
+    "train": {"metrics": "runs/{id}/metrics.json", "history": "runs/{id}/history.csv"},
+    "adapt": {"metrics": "adapt/{id}/metrics.json", "history": "adapt/{id}/history.csv"},
+}
+
+
 @dataclass
 class Plan:
     """Everything the workflow needs to wire jobs, keyed by content-derived ids."""
 
     scale: str
+    root: str = "results/mini"  # results/<scale>: every path in a manifest starts here
+    scale_cfg: dict = field(default_factory=dict)  # config["scales"][scale]
     runs: dict[str, dict] = field(default_factory=dict)
+    adapts: dict[str, dict] = field(default_factory=dict)  # id -> {run, adapt}
+    structures: dict[str, dict] = field(default_factory=dict)  # id -> spec
     partitions: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, dict] = field(default_factory=dict)
     backbones: dict[str, dict] = field(default_factory=dict)
@@ -41,10 +70,24 @@ class Plan:
     claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
 
     def item_runs(self, key: str) -> list[str]:
+        """The ids of the entries an item reads (training runs and adaptation jobs)."""
         return [r["id"] for r in self.items[key]["runs"]]
 
     def item_partitions(self, key: str) -> list[str]:
         return [p["id"] for p in self.items[key]["partitions"]]
+
+    def path(self, relative: str) -> str:
+        return f"{self.root}/{relative}"
+
+    def resources(self, stage: str, key: str | None = None, attempt: int = 1) -> dict:
+        """``mem_mb`` and ``runtime`` of a job of ``stage`` (its run or adapt id as ``key``),
+        scaled by the Slurm attempt number."""
+        run = None
+        if stage == "train":
+            run = self.runs[key]
+        elif stage == "adapt":  # one local epoch per round
+            run = {"train": {"rounds": self.adapts[key]["adapt"].get("epochs", 1)}}
+        return {k: v * attempt for k, v in job_resources(self.scale_cfg, stage, run).items()}
 
 
 def build_plan(config: dict, repo: Path) -> Plan:
@@ -52,7 +95,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
     validate(config, "config", "config")
     scale = config["scale"]
     scale_cfg = config["scales"][scale]
-    plan = Plan(scale=scale)
+    plan = Plan(scale=scale, root=f"{config['results']}/{scale}", scale_cfg=scale_cfg)
     for paper in config["papers"]:
         path = Path(repo) / "config" / "experiments" / f"{paper}.yaml"
         if not path.exists():
@@ -90,23 +133,38 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             cfg = doc["defaults"]
             for axis, value in labels.items():
                 cfg = deep_merge(cfg, doc["axes"][axis][value])
+            adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
+            if adapt is not None:
+                validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
             for seed in doc["grids"][gname].get("seeds", doc["seeds"]):
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
                 rid = run_id(run)
                 plan.runs.setdefault(rid, run)
-                grid_runs[gname].append({"id": rid, "labels": {**labels, "seed": seed}})
+                entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed}}
+                if adapt is not None:
+                    aid = adapt_id(rid, adapt)
+                    plan.adapts.setdefault(aid, {"run": rid, "adapt": adapt})
+                    entry.update(id=aid, stage="adapt", run=rid)
+                grid_runs[gname].append(entry)
     plan.papers[paper] = []
     for item, spec in doc["items"].items():
         grid = spec.get("grid")  # structural items (payload) need no runs
         if grid is not None and grid not in grid_runs:
             raise ConfigError(f"items.{item}.grid: unknown grid {grid!r}")
-        runs = [r for r in grid_runs.get(grid, []) if _selected(r["labels"], spec.get("where"))]
+        kind = ITEM_KINDS[spec["kind"]]
+        reads = kind.reads(spec)
+        runs = [
+            {**r, "files": {f: plan.path(STAGE_FILES[r["stage"]][f].format(**r)) for f in reads}}
+            for r in grid_runs.get(grid, [])
+            if _selected(r["labels"], spec.get("where"))
+        ]
         parts: dict[str, dict] = {}
         for r in runs:
-            pid = plan.runs[r["id"]]["partition_id"]
+            pid = plan.runs[r.get("run", r["id"])]["partition_id"]
             keep = spec.get("partition_labels", ["dataset", "partition", "seed"])
             parts.setdefault(pid, {k: v for k, v in r["labels"].items() if k in keep})
         configs = _source_configs(plan, grid_runs, spec.get("sources", []), item)
+        structure = _structure(plan, spec, configs) if kind.structure else None
         plan.items[f"{paper}/{item}"] = {
             "paper": paper,
             "item": item,
@@ -116,9 +174,13 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             "scale": plan.scale,
             "spec": spec,
             "runs": runs,
-            "partitions": [{"id": k, "labels": v} for k, v in parts.items()],
+            "partitions": [
+                {"id": k, "labels": v, "file": plan.path(f"partitions/{k}.json")}
+                for k, v in parts.items()
+            ],
             "reported": doc.get("reported"),
             **({"configs": configs} if configs else {}),
+            **({"structure": structure} if structure else {}),
         }
         plan.papers[paper].append(item)
     plan.claims[paper] = {
@@ -146,7 +208,7 @@ def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str)
             if label in seen or not _selected(r["labels"], source.get("where")):
                 continue
             seen.add(label)
-            run = plan.runs[r["id"]]
+            run = plan.runs[r.get("run", r["id"])]
             configs.append(
                 {
                     "row": source["rows"],
@@ -157,6 +219,22 @@ def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str)
                 }
             )
     return configs
+
+
+def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
+    """The structure job an item of a structural kind reads: its spec, id and JSON file."""
+    job = {
+        "kind": spec["kind"],
+        "backbone": spec.get("backbone", "resnet26"),
+        "num_classes": int(spec.get("num_classes", 10)),
+    }
+    if spec["kind"] == "payload":
+        job["algorithm"] = spec.get("algorithm", "fedavg")
+    else:
+        job["configs"] = configs
+    sid = structure_id(job)
+    plan.structures.setdefault(sid, job)
+    return {"id": sid, "file": plan.path(f"structure/{sid}.json")}
 
 
 def _selected(labels: dict, where: dict | None) -> bool:
@@ -193,3 +271,14 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
         if pre:
             plan.datasets.setdefault(pre["dataset"], pre.get("data", run["data"]))
     return run
+
+
+def job_resources(scale_cfg: dict, stage: str, run: dict | None = None) -> dict:
+    """Slurm ``mem_mb`` and ``runtime`` (minutes) of one job at attempt 1, from the scale's
+    ``resources`` block; training and adaptation scale with rounds × local epochs."""
+    job = scale_cfg.get("resources", {}).get(stage, {"mem_mb": 4000, "min_minutes": 30})
+    minutes = float(job["min_minutes"])
+    if run is not None:
+        epochs = int(run["train"]["rounds"]) * int(run["train"].get("local_epochs", 1))
+        minutes = max(minutes, float(job.get("minutes_per_round", 0.0)) * epochs)
+    return {"mem_mb": int(job["mem_mb"]), "runtime": math.ceil(minutes)}

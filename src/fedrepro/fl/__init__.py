@@ -1,1 +1,1 @@
-"""fl layer (see DESIGN.md)."""
+"""fl layer (see docs/architecture.md)."""

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
+from fedrepro.fl.build import build_model, load_data, pick_device
 from fedrepro.fl.local import predict, train_epochs
 from fedrepro.fl.sampling import derive_seed
-from fedrepro.jobs.common import build_model, load_data, pick_device
 from fedrepro.models.weights import save_weights
 
 

@@ -6,16 +6,20 @@ import csv
 import io
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from safetensors.torch import save_file
 
 from fedrepro.algorithms import make_algorithm
 from fedrepro.atomic import atomic_write, write_json
-from fedrepro.bench.machine import peak_gpu_mb, peak_rss_mb
 from fedrepro.data.styles import stylize_split
+from fedrepro.fl.algorithm import Algorithm
+from fedrepro.fl.build import build_model, load_data, pick_device
+from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
-from fedrepro.jobs.common import build_model, load_data, pick_device
+from fedrepro.memory import peak_gpu_mb, peak_rss_mb
 from fedrepro.models.tuning import new_at_inference
 
 HISTORY_COLUMNS = [
@@ -49,6 +53,38 @@ def train_run(
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     write_json(out_dir / "config.json", cfg)
+    job = load_job(cfg, data_dir, partition, backbone, device, threads)
+    state = job.run(out_dir / "checkpoint.pt")
+    tensors = {f"global.{k}": v for k, v in state.shared.items()}
+    for k, local in state.local.items():
+        tensors.update({f"client{k}.{n}": v for n, v in local.items()})
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
+    return write_results(out_dir, job, state, time.perf_counter() - t0)
+
+
+@dataclass
+class Job:
+    """A run's model, algorithm, data and clients on the device, ready for the engine."""
+
+    cfg: dict
+    model: torch.nn.Module
+    algorithm: Algorithm
+    train: DeviceData
+    test: DeviceData
+    clients: Clients
+    device: torch.device
+
+    def run(self, checkpoint: Path) -> RunState:
+        return run_rounds(
+            self.cfg, self.model, self.algorithm, self.train, self.test, self.clients, checkpoint
+        )
+
+
+def load_job(
+    cfg: dict, data_dir: Path, partition: Path, backbone: Path | None, device: str, threads: int
+) -> Job:
+    """Everything an engine run of ``cfg`` needs (training and adaptation alike)."""
     dev = pick_device(device, threads)
     img_size = cfg["model"].get("img_size")
     train_split, train = load_data(
@@ -60,20 +96,20 @@ def train_run(
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
     algorithm = make_algorithm(cfg["algorithm"])
     clients = Clients.from_partition(part, len(test.labels), dev)
-    ckpt = out_dir / "checkpoint.pt"
-    state = run_rounds(cfg, model, algorithm, train, test, clients, checkpoint=ckpt)
-    metrics = summarize(cfg, model, algorithm, state, time.perf_counter() - t0)
+    return Job(cfg, model, algorithm, train, test, clients, dev)
+
+
+def write_results(out_dir: Path, job: Job, state: RunState, seconds: float, **extra) -> dict:
+    """history.csv, then metrics.json (the file that marks the job finished); the checkpoint
+    goes last."""
+    metrics = summarize(job.cfg, job.model, job.algorithm, state, seconds)
     metrics["run_id"] = out_dir.name
     metrics["peak_rss_mb"] = peak_rss_mb()  # what to request per job (Slurm mem_mb)
-    metrics["peak_gpu_mb"] = peak_gpu_mb(dev)
-    tensors = {f"global.{k}": v for k, v in state.shared.items()}
-    for k, local in state.local.items():
-        tensors.update({f"client{k}.{n}": v for n, v in local.items()})
-    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
-    atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
+    metrics["peak_gpu_mb"] = peak_gpu_mb(job.device)
+    metrics.update(extra)
     atomic_write(out_dir / "history.csv", lambda p: Path(p).write_text(history_csv(state)))
     write_json(out_dir / "metrics.json", metrics)
-    ckpt.unlink(missing_ok=True)
+    (out_dir / "checkpoint.pt").unlink(missing_ok=True)
     return metrics
 
 

@@ -12,6 +12,8 @@ Trainable tensors are what the engine sends; frozen ones never move.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
@@ -23,12 +25,40 @@ from fedrepro.models.vpt import PromptedViT
 
 __all__ = ["TUNINGS", "apply_tuning", "frozen_keys", "new_at_inference"]
 
-TUNINGS = ("full", "adapters", "ssf", "ssf_pool", "vpt_deep", "vpt_shallow", "vpt_pool")
-OPTIONS = {
-    "ssf_pool": {"pool_size", "top_c", "scope"},
-    "vpt_deep": {"num_prompts"},
-    "vpt_shallow": {"num_prompts"},
-    "vpt_pool": {"num_prompts", "pool_size", "top_c"},
+
+@dataclass(frozen=True)
+class Tuning:
+    """How a variant changes a backbone, and the ``tuning_options`` it takes."""
+
+    build: Callable[..., nn.Module]
+    options: frozenset[str] = frozenset()
+
+
+def _ssf_pool(model: nn.Module, **options: Any) -> nn.Module:
+    return SSFPoolViT(model, copy.deepcopy(model), model.num_classes, **options)
+
+
+def _vpt(deep: bool) -> Callable[..., nn.Module]:
+    def build(model: nn.Module, num_prompts: int = 10) -> nn.Module:
+        return PromptedViT(model, int(num_prompts), deep)
+
+    return build
+
+
+def _vpt_pool(model: nn.Module, num_prompts: int = 10, **options: Any) -> nn.Module:
+    return PromptedViT(model, int(num_prompts), True, query=copy.deepcopy(model), **options)
+
+
+# the registry of tuning variants: a new variant is one entry here (and its schema enum
+# value, which a test checks against these keys)
+TUNINGS: dict[str, Tuning] = {
+    "full": Tuning(lambda model: model),
+    "adapters": Tuning(add_adapters),
+    "ssf": Tuning(add_ssf),
+    "ssf_pool": Tuning(_ssf_pool, frozenset({"pool_size", "top_c", "scope"})),
+    "vpt_deep": Tuning(_vpt(True), frozenset({"num_prompts"})),
+    "vpt_shallow": Tuning(_vpt(False), frozenset({"num_prompts"})),
+    "vpt_pool": Tuning(_vpt_pool, frozenset({"num_prompts", "pool_size", "top_c"})),
 }
 
 
@@ -36,24 +66,13 @@ def apply_tuning(model: nn.Module, tuning: str = "full", **options: Any) -> nn.M
     """``model`` with the trainable set of a tuning variant (in place, or wrapped)."""
     if tuning not in TUNINGS:
         raise ValueError(f"model.tuning: '{tuning}' (allowed: {', '.join(TUNINGS)})")
-    unknown = set(options) - OPTIONS.get(tuning, set())
+    unknown = set(options) - TUNINGS[tuning].options
     if unknown:
-        allowed = ", ".join(sorted(OPTIONS.get(tuning, ()))) or "none"
+        allowed = ", ".join(sorted(TUNINGS[tuning].options)) or "none"
         raise ValueError(
             f"model.tuning_options: {sorted(unknown)} for {tuning} (allowed: {allowed})"
         )
-    if tuning == "adapters":
-        return add_adapters(model)
-    if tuning == "ssf":
-        return add_ssf(model)
-    if tuning == "ssf_pool":
-        return SSFPoolViT(model, copy.deepcopy(model), model.num_classes, **options)
-    if tuning == "vpt_pool":
-        n = int(options.pop("num_prompts", 10))
-        return PromptedViT(model, n, True, query=copy.deepcopy(model), **options)
-    if tuning.startswith("vpt_"):
-        return PromptedViT(model, int(options.get("num_prompts", 10)), tuning == "vpt_deep")
-    return model
+    return TUNINGS[tuning].build(model, **options)
 
 
 def frozen_keys(model: nn.Module) -> list[str]:

@@ -1,1 +1,1 @@
-"""report layer (see DESIGN.md)."""
+"""report layer (see docs/architecture.md)."""

@@ -190,9 +190,9 @@ def _contrast(cid: str, value: Any, pair_on: list[str]) -> tuple[str, str, str]:
 # ---------------------------------------------------------------- cells (paper and ours)
 
 
-def our_cells(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> pd.DataFrame:
+def our_cells(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     """Our cells of one item: every label but the seed, with mean/std over seeds."""
-    runs = results.runs_frame(manifest, runs_dir, metric)
+    runs = results.runs_frame(manifest, metric)
     labels = [c for c in runs.columns[: list(runs.columns).index("run_id")]]
     labels = [c for c in labels if c != results.SEED_LABEL]
     stats = results.cell_stats(runs, labels)
@@ -408,7 +408,6 @@ def _check_labels(claim: Claim, known: set[str]) -> None:
 def evaluate_claims(
     claims: list[dict[str, Any]],
     manifests: dict[str, dict[str, Any]],
-    runs_dir: str | Path,
     reported_csv: str | Path | None,
 ) -> pd.DataFrame:
     """Evaluate every claim on the paper's numbers and on ours.
@@ -431,7 +430,7 @@ def evaluate_claims(
         for item, manifest in manifests.items():
             m = metric or manifest.get("spec", {}).get("metric", "final_acc")
             if (item, m) not in cache:
-                cache[item, m] = our_cells({**manifest, "item": item}, runs_dir, m)
+                cache[item, m] = our_cells({**manifest, "item": item}, m)
             parts.append(cache[item, m])
         return pd.concat(parts, ignore_index=True) if parts else paper.iloc[0:0]
 
@@ -454,13 +453,12 @@ def evaluate_claims(
 def make_claims(
     claims: list[dict[str, Any]],
     manifests: dict[str, dict[str, Any]],
-    runs_dir: str | Path,
     reported_csv: str | Path | None,
     out_prefix: str | Path,
     title: str | None = None,
 ) -> list[Path]:
     """Evaluate the claims and write ``<out_prefix>.{csv,md,html}``."""
-    frame = evaluate_claims(claims, manifests, runs_dir, reported_csv)
+    frame = evaluate_claims(claims, manifests, reported_csv)
     scales = {m.get("scale", "mini") for m in manifests.values()} or {"mini"}
     scale = "mini" if "mini" in scales else sorted(scales)[0]
     papers = sorted({m.get("paper", "") for m in manifests.values()} - {""})

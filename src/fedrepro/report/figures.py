@@ -8,7 +8,7 @@
     so the drops the papers describe stay visible.
 ``partition_hist``
     stacked bars of per-client class counts, one panel per entry of the manifest's
-    ``partitions`` (files ``<partitions_dir>/<id>.json``); ``split``: ``train`` (default)
+    ``partitions`` (each names its JSON, ``file``); ``split``: ``train`` (default)
     or ``test``.
 ``bars``
     a metrics.json key (``metric``) per ``groups`` label (x axis), one bar per ``bars``
@@ -122,7 +122,7 @@ def _empty_panel(ax: plt.Axes, text: str) -> None:
     ax.set_yticks([])
 
 
-def plot_curves(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.Figure:
+def plot_curves(manifest: dict[str, Any]) -> plt.Figure:
     """Metric per round: mean over seeds with a ±std band; diverged rounds shown as × at 0."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
     spec = manifest.get("spec", {})
@@ -132,9 +132,9 @@ def plot_curves(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt
     lines = _labels(spec, "lines", where, required=True)
     style = _labels(spec, "style", where)
     results.check_cells_unique(
-        results.runs_frame(manifest, runs_dir, "final_acc"), panels + lines + style, where
+        results.runs_frame(manifest, "final_acc"), panels + lines + style, where
     )
-    hist = results.history_frame(manifest, runs_dir)
+    hist = results.history_frame(manifest)
     if not hist.empty and metric not in hist:
         raise ValueError(f"{where}: spec key 'metric': {metric!r} is not a history.csv column")
     keys, pos, n_rows, n_cols = _layout_panels(hist, panels)
@@ -191,10 +191,9 @@ def plot_curves(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt
     return fig
 
 
-def plot_partition_hist(
-    manifest: dict[str, Any], partitions_dir: str | Path | None = None, **_: Any
-) -> plt.Figure:
-    """Stacked per-client class counts, one panel per partition in the manifest."""
+def plot_partition_hist(manifest: dict[str, Any]) -> plt.Figure:
+    """Stacked per-client class counts, one panel per partition in the manifest (each entry
+    names its partition JSON, ``file``)."""
     spec = manifest.get("spec", {})
     split = spec.get("split", "train")
     parts = manifest.get("partitions", [])
@@ -208,7 +207,7 @@ def plot_partition_hist(
         title = _key_text(tuple(part.get("labels", {}).values())) or part["id"]
         ax.set_title(title, fontsize=9)
         try:
-            data = json.loads((Path(partitions_dir or ".") / f"{part['id']}.json").read_text())
+            data = json.loads(Path(part["file"]).read_text())
             counts = np.asarray(data["histogram"][split], dtype=float)
         except (OSError, ValueError, KeyError):
             _empty_panel(ax, "partition file missing")
@@ -240,14 +239,13 @@ def plot_partition_hist(
 
 def _cell_panels(
     manifest: dict[str, Any],
-    runs_dir: str | Path,
     metric: str,
     panels: list[str],
     labels: list[str],
 ):
     """Per-cell stats over seeds of a metrics.json value, and the panel grid they fill."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
-    runs = results.runs_frame(manifest, runs_dir, metric)
+    runs = results.runs_frame(manifest, metric)
     results.check_cells_unique(runs, panels + labels, where)
     stats = results.cell_stats(runs, panels + labels) if not runs.empty else runs
     keys, pos, n_rows, n_cols = _layout_panels(stats, panels)
@@ -255,7 +253,7 @@ def _cell_panels(
     return stats, keys, pos, fig, axes
 
 
-def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.Figure:
+def plot_bars(manifest: dict[str, Any]) -> plt.Figure:
     """A metrics.json value per group with std error bars; missing cells are labelled n/a."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
     spec = manifest.get("spec", {})
@@ -263,7 +261,7 @@ def plot_bars(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.F
     groups = _labels(spec, "groups", where, required=True)
     bars = _labels(spec, "bars", where)
     panels = _labels(spec, "panels", where)
-    stats, keys, pos, fig, axes = _cell_panels(manifest, runs_dir, metric, panels, groups + bars)
+    stats, keys, pos, fig, axes = _cell_panels(manifest, metric, panels, groups + bars)
     group_keys = results.unique_keys(stats, groups) if not stats.empty else []
     bar_keys = results.unique_keys(stats, bars) if not stats.empty else [()]
     width = 0.8 / max(len(bar_keys), 1)
@@ -319,7 +317,7 @@ def _positions(values: list[str]) -> tuple[np.ndarray, bool]:
         return np.arange(len(values), dtype=float), False
 
 
-def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.Figure:
+def plot_sweep(manifest: dict[str, Any]) -> plt.Figure:
     """A metrics.json value against a swept label, one line per method, ±std band."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
     spec = manifest.get("spec", {})
@@ -329,7 +327,7 @@ def plot_sweep(manifest: dict[str, Any], runs_dir: str | Path, **_: Any) -> plt.
         raise ValueError(f"{where}: spec key 'x' must name one label")
     lines = _labels(spec, "lines", where, required=True)
     panels = _labels(spec, "panels", where)
-    stats, keys, pos, fig, axes = _cell_panels(manifest, runs_dir, metric, panels, x_label + lines)
+    stats, keys, pos, fig, axes = _cell_panels(manifest, metric, panels, x_label + lines)
     x_values = [k[0] for k in results.unique_keys(stats, x_label)] if not stats.empty else []
     xs, numeric = _positions([str(v) for v in x_values])
     line_keys = results.unique_keys(stats, lines) if not stats.empty else []
@@ -399,12 +397,7 @@ PLOTTERS: dict[str, Callable[..., plt.Figure]] = {
 }
 
 
-def make_figure(
-    manifest: dict[str, Any],
-    runs_dir: str | Path,
-    partitions_dir: str | Path | None,
-    out_prefix: str | Path,
-) -> list[Path]:
+def make_figure(manifest: dict[str, Any], out_prefix: str | Path) -> list[Path]:
     """Draw the figure item ``spec.figure`` names and write ``<out_prefix>.{png,pdf}``."""
     kind = manifest.get("spec", {}).get("figure")
     if kind not in PLOTTERS:
@@ -412,7 +405,7 @@ def make_figure(
             f"{manifest.get('paper')}/{manifest.get('item')}: spec key 'figure' must be one of "
             f"{sorted(PLOTTERS)}, got {kind!r}"
         )
-    fig = PLOTTERS[kind](manifest, runs_dir=runs_dir, partitions_dir=partitions_dir)
+    fig = PLOTTERS[kind](manifest)
     try:
         return save_figure(fig, out_prefix)
     finally:

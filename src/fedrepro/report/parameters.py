@@ -1,7 +1,8 @@
 """Parameter counts per method at paper scale, beside the paper's printed "M" values.
 
 FedIns prints two structural columns: "# Com.cost" (Table 1) and "#New.Param." (Table 2),
-in millions, without saying what is counted. Both come out of the engine here: every row's
+in millions, without saying what is counted. Both come out of the engine, in a structure job
+(``structure.parameters``) whose JSON this table reads: every row's
 model is built from its run config on the paper-scale backbone (on PyTorch's meta device:
 shapes only, no memory, no weights), its algorithm is set up as in a run, and one client
 round is played without training steps, so the payload is the one the engine would send.
@@ -25,32 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import torch
 
-from fedrepro.models.tuning import new_at_inference
-from fedrepro.report.payload import begin_client, matches_printed, sender
+from fedrepro.report.payload import matches_printed
+from fedrepro.report.results import read_structure
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
-__all__ = ["count_parameters", "make_parameter_table", "printed_convention"]
+__all__ = ["make_parameter_table", "printed_convention"]
 
 QUANTITIES = ("com_cost", "new_params")
 HEADINGS = {"com_cost": "# Com.cost", "new_params": "#New.Param."}
-
-
-def count_parameters(config: dict[str, Any], backbone: str, num_classes: int) -> dict[str, int]:
-    """Sent and added scalars of one row (``config``: a run's model, algorithm, clients)."""
-    clients = int(config.get("clients", 1))
-    with torch.device("meta"):
-        model, algorithm = sender(
-            backbone, num_classes, config["model"], config["algorithm"], clients
-        )
-        ctx = begin_client(model, algorithm)
-        payload = algorithm.client_end(ctx)
-    return {
-        "com_cost": sum(t.numel() for t in payload.tensors.values()),
-        "aux": sum(t.numel() for t in payload.extra.values()),
-        "new_params": new_at_inference(model),
-    }
 
 
 def printed_convention(value_m: float, printed: str) -> str:
@@ -74,17 +58,14 @@ def _reported(path: str | Path | None) -> dict[tuple[str, str, str], str]:
 
 
 def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
-    """One row per configured method: counts, the paper's value, match and convention."""
-    spec = manifest.get("spec", {})
-    backbone = spec["backbone"]
-    num_classes = int(spec.get("num_classes", 10))
-    paper = _reported(spec.get("reported"))
+    """One row per configured method: counts (from the structure job), the paper's value,
+    match and convention."""
+    paper = _reported(manifest.get("spec", {}).get("reported"))
     records = []
-    for config in manifest.get("configs", []):
-        counts = count_parameters(config, backbone, num_classes)
-        record = {"row": config["row"], "label": config["label"], **counts}
+    for counts in read_structure(manifest["structure"]["file"])["rows"]:
+        record = dict(counts)
         for q in QUANTITIES:
-            printed = paper.get((config["row"], config["label"], q), "")
+            printed = paper.get((counts["row"], counts["label"], q), "")
             value = counts[q] / 1e6
             record[f"{q}_M"] = value
             record[f"{q}_paper"] = printed
@@ -95,7 +76,7 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
 
 
 def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> list[Path]:
-    """Write the parameters item (md, tex, html, csv)."""
+    """Write the parameters item (md, tex, html, csv) from its structure job's counts."""
     spec = manifest.get("spec", {})
     frame = measure_parameters(manifest)
     columns = ["sent scalars", "aux. sent", "# Com.cost (M)", "new scalars", "#New.Param. (M)"]

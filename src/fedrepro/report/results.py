@@ -22,13 +22,28 @@ DDOF = 1  # sample std over seeds; with one finite seed the std is undefined (Na
 REPORTED_VALUE_COLUMNS = ("value", "std", "source")
 
 
-def read_metrics(runs_dir: str | Path, run_id: str) -> dict[str, Any] | None:
-    """The run's metrics.json, or None when the run has not finished (or is unreadable)."""
-    path = Path(runs_dir) / run_id / "metrics.json"
+def read_metrics(path: str | Path | None) -> dict[str, Any] | None:
+    """A result's metrics.json, or None when it has not finished (or is unreadable)."""
+    if path is None:
+        return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
+
+
+def read_structure(path: str | Path) -> dict[str, Any]:
+    """A structure job's JSON: ``{"spec": ..., "rows": [...]}``."""
+    return json.loads(Path(path).read_text())
+
+
+def result_files(manifest: dict[str, Any]) -> list[str]:
+    """Every result file an item's manifest names (what its rule must list as input)."""
+    files = [f for run in manifest.get("runs", []) for f in run.get("files", {}).values()]
+    files += [p["file"] for p in manifest.get("partitions", []) if "file" in p]
+    if "structure" in manifest:
+        files.append(manifest["structure"]["file"])
+    return files
 
 
 def _lookup(metrics: dict[str, Any], key: str) -> tuple[bool, Any]:
@@ -58,27 +73,46 @@ def _label_names(manifest: dict[str, Any]) -> list[str]:
     return list(names)
 
 
-def runs_frame(manifest: dict[str, Any], runs_dir: str | Path, metric: str) -> pd.DataFrame:
+def runs_frame(
+    manifest: dict[str, Any], metric: str, per_client: str | None = None
+) -> pd.DataFrame:
     """One row per manifest run: its labels, ``run_id``, ``present``, ``value``, ``diverged``.
+
+    Each run entry names its result files (``files.metrics``, written by the train or adapt
+    stage); the report reads those and nothing else. With ``per_client`` (a label name) the
+    metric is a per-client list (``final_acc_per_client``) and each client gets its own row,
+    labelled by its index.
 
     A run without metrics.json is kept (``present`` False, value NaN) so that a table
     shows a dash for it instead of failing. A recorded non-finite value counts as diverged.
     """
-    names = _label_names(manifest)
+    names = _label_names(manifest) + ([per_client] if per_client else [])
     records = []
     for run in manifest.get("runs", []):
         labels = run.get("labels", {})
-        metrics = read_metrics(runs_dir, run["id"])
-        value = math.nan if metrics is None else metric_value(metrics, metric)
-        # a recorded but non-finite value (NaN, or null in strict JSON) is a divergence;
-        # a key the run does not report is just missing
-        recorded = metrics is not None and _lookup(metrics, metric)[0]
-        diverged = metrics is not None and (
-            bool(metrics.get("diverged", False)) or (recorded and not math.isfinite(value))
-        )
-        record = {name: labels.get(name) for name in names}
-        record.update(run_id=run["id"], present=metrics is not None, value=value, diverged=diverged)
-        records.append(record)
+        metrics = read_metrics(run.get("files", {}).get("metrics"))
+        values: list[tuple[Any, float, bool]] = []  # (client, value, recorded)
+        if per_client and metrics is not None:
+            found, node = _lookup(metrics, metric)
+            for k, v in enumerate(node if found and isinstance(node, list) else []):
+                values.append((str(k), metric_value({"v": v}, "v"), True))
+        else:
+            value = math.nan if metrics is None else metric_value(metrics, metric)
+            # a recorded but non-finite value (NaN, or null in strict JSON) is a divergence;
+            # a key the run does not report is just missing
+            recorded = metrics is not None and _lookup(metrics, metric)[0]
+            values.append((None, value, recorded))
+        for client, value, recorded in values:
+            diverged = metrics is not None and (
+                bool(metrics.get("diverged", False)) or (recorded and not math.isfinite(value))
+            )
+            record = {name: labels.get(name) for name in names}
+            if per_client:
+                record[per_client] = client
+            record.update(
+                run_id=run["id"], present=metrics is not None, value=value, diverged=diverged
+            )
+            records.append(record)
     columns = [*names, "run_id", "present", "value", "diverged"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -127,19 +161,19 @@ def check_cells_unique(runs: pd.DataFrame, by: Sequence[str], context: str) -> N
             if group[col].astype(str).nunique() > 1:
                 raise ValueError(
                     f"{context}: runs of one cell differ in label {col!r}; "
-                    "add it to the spec's rows/columns/panels/lines or drop it from the manifest"
+                    "add it to the item's rows/columns/panels/lines or drop it from the manifest"
                 )
 
 
-def history_frame(manifest: dict[str, Any], runs_dir: str | Path) -> pd.DataFrame:
-    """history.csv of every finished run, concatenated, with the run's labels and ``run_id``."""
+def history_frame(manifest: dict[str, Any]) -> pd.DataFrame:
+    """history.csv of every finished run (``files.history``), concatenated, with the run's
+    labels and ``run_id``."""
     names = _label_names(manifest)
     parts = []
     for run in manifest.get("runs", []):
-        path = Path(runs_dir) / run["id"] / "history.csv"
         try:
-            hist = pd.read_csv(path)
-        except (OSError, ValueError, pd.errors.EmptyDataError):
+            hist = pd.read_csv(run["files"]["history"])
+        except (KeyError, OSError, ValueError, pd.errors.EmptyDataError):
             continue
         labels = run.get("labels", {})
         for name in names:

@@ -8,6 +8,9 @@ Item spec keys (``manifest["spec"]``):
     order, give the table's rows and (nested) column headers.
 ``metric``
     metrics.json key or dotted path (``final_acc``, ``best_acc``, ``comm.total_bytes``).
+``per_client``
+    optional label name (e.g. ``client``): the metric is a per-client list
+    (``final_acc_per_client``) and every client index becomes a value of that label.
 ``fmt``
     Python format for numbers, default ``"{:.2f}"``.
 ``metric_label`` / ``accuracy`` / ``caption``
@@ -173,9 +176,7 @@ def _versus_text(
     return f" ({shown}){' ' + arrow if arrow else ''}"
 
 
-def build_table(
-    manifest: dict[str, Any], runs_dir: str | Path, reported: pd.DataFrame | None
-) -> Table:
+def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Table:
     """Compute every cell (mean ± std over seeds, difference columns, paper values)."""
     where = _context(manifest)
     spec = manifest.get("spec", {})
@@ -188,7 +189,7 @@ def build_table(
     if versus is not None and (not isinstance(versus, dict) or versus.get("label") not in rows):
         raise ValueError(f"{where}: spec key 'versus' must be {{label: <one of {rows}>, value}}")
 
-    runs = results.runs_frame(manifest, runs_dir, metric)
+    runs = results.runs_frame(manifest, metric, spec.get("per_client"))
     results.check_cells_unique(runs, rows + columns, where)
     if runs.empty:
         runs = runs.reindex(columns=[*rows, *columns, *runs.columns])
@@ -357,14 +358,13 @@ def _footnotes(frame: pd.DataFrame) -> list[str]:
 
 def make_table(
     manifest: dict[str, Any],
-    runs_dir: str | Path,
     out_prefix: str | Path,
     reported_csv: str | Path | None = None,
 ) -> list[Path]:
     """Write ``<out_prefix>.{md,tex,csv,html}`` for one table item; returns the paths."""
     where = _context(manifest)
     reported = results.read_reported(reported_csv or manifest.get("reported"))
-    table = build_table(manifest, runs_dir, reported)
+    table = build_table(manifest, reported)
     frame, diffs = table.frame, table.diffs
     column_names = [" / ".join(str(v) for v in k) for k in table.col_keys]
     column_names += [d.name for d in diffs]

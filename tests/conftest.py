@@ -1,0 +1,16 @@
+"""Every test under tests/workflow/ runs Snakemake or a job in a subprocess (and the fault
+suite kills them): mark it ``slow`` so ``pytest -m "not slow"`` gives a quick run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SLOW_DIRS = (Path(__file__).parent / "workflow",)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.path.is_relative_to(d) for d in SLOW_DIRS):
+            item.add_marker(pytest.mark.slow)
