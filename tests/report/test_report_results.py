@@ -191,3 +191,10 @@ def test_result_files_are_every_file_a_manifest_names() -> None:
         "structure": {"id": "s", "file": "s.json"},
     }
     assert results.result_files(manifest) == ["m.json", "h.csv", "p.json", "s.json"]
+
+
+def test_a_file_the_rule_was_not_given_is_refused() -> None:
+    manifest = {"runs": [{"id": "r", "files": {"metrics": "m.json"}}]}
+    results.check_inputs([manifest], ["m.json", "other.csv"])
+    with pytest.raises(RuntimeError, match=r"\['m.json'\]"):
+        results.check_inputs([manifest], ["other.csv"])

@@ -11,8 +11,8 @@ rule pretrain_backbone:
         ENV
     threads: 2
     resources:
-        gpu=config["gpus_per_train"],
         **resources("pretrain"),
+        gpu=config["gpus_per_train"],
     params:
         script=cli_script("pretrain_backbone.py"),
         spec=lambda wildcards: json.dumps(PLAN.backbones[wildcards.backbone]),

@@ -48,8 +48,7 @@ rule bench_dag:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["dag"]),
     shell:
-        "python {params.script} dag --spec-json {params.spec:q}"
-        " --out {output} > {log} 2>&1"
+        "python {params.script} dag --spec-json {params.spec:q}" " --out {output} > {log} 2>&1"
 
 
 rule bench_cost:

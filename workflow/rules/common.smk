@@ -9,12 +9,13 @@ from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import build_plan
 from fedrepro.report.results import result_files
 
-# the schemas ship with the library (package data), wherever it is installed
-validate(config, str(SCHEMA_DIR / "config.yaml"))
-try:
+try:  # validates the config first: a bad value stops here with one line naming the key
     PLAN = build_plan(config, Path(workflow.basedir))
 except ConfigError as err:
     raise SystemExit(f"fedrepro config error: {err}")
+
+# fills the schema's defaults; the schemas ship with the library (package data)
+validate(config, str(SCHEMA_DIR / "config.yaml"))
 
 SCALE = config["scale"]
 R = PLAN.root  # results/<scale>
@@ -27,6 +28,7 @@ def cli_script(name):
     own Python, not the driver's): found from the workflow, written relative to the working
     directory so that a moved checkout does not rerun everything."""
     return os.path.relpath(f"{workflow.basedir}/workflow/scripts/{name}")
+
 
 DEVICE = config["device"]
 # Datasets with only a test split (CIFAR-10-C, CIFAR-10.1) get their own prepare rule.

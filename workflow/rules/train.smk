@@ -17,8 +17,8 @@ rule train:
         ENV
     threads: config["threads"]
     resources:
-        gpu=config["gpus_per_train"],
         **resources("train", "run"),
+        gpu=config["gpus_per_train"],
     params:
         script=cli_script("train.py"),
         spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
@@ -45,8 +45,8 @@ rule adapt:
         ENV
     threads: config["threads"]
     resources:
-        gpu=config["gpus_per_train"],
         **resources("adapt", "adapt"),
+        gpu=config["gpus_per_train"],
     params:
         script=cli_script("adapt.py"),
         spec=lambda wildcards: json.dumps(PLAN.adapts[wildcards.adapt]["adapt"]),

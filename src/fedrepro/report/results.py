@@ -46,6 +46,14 @@ def result_files(manifest: dict[str, Any]) -> list[str]:
     return files
 
 
+def check_inputs(manifests: Iterable[dict[str, Any]], inputs: Iterable[str]) -> None:
+    """Refuse to build from a file the job was not given: every file the manifests name
+    must be an input of the rule (so the report reads ``snakemake.input`` and nothing else)."""
+    missing = sorted({f for m in manifests for f in result_files(m)} - set(map(str, inputs)))
+    if missing:
+        raise RuntimeError(f"manifest names files the rule does not list as input: {missing}")
+
+
 def _lookup(metrics: dict[str, Any], key: str) -> tuple[bool, Any]:
     """(found, value) for a dotted key such as ``comm.total_bytes``."""
     node: Any = metrics
