@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from fedrepro.report.payload import matches_printed
-from fedrepro.report.results import read_structure
+from fedrepro.report.results import structure_frame
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["make_parameter_table", "printed_convention"]
@@ -62,7 +62,7 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
     match and convention."""
     paper = _reported(manifest.get("spec", {}).get("reported"))
     records = []
-    for counts in read_structure(manifest["structure"]["file"])["rows"]:
+    for counts in structure_frame(manifest["structure"]["file"]).to_dict("records"):
         record = dict(counts)
         for q in QUANTITIES:
             printed = paper.get((counts["row"], counts["label"], q), "")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from fedrepro.report.results import read_structure
+from fedrepro.report.results import structure_frame
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["make_payload_table", "matches_printed"]
@@ -35,7 +35,7 @@ def make_payload_table(manifest: dict[str, Any], out_prefix: str | Path) -> list
     """Write the payload item (md, tex, html, csv) from its structure job's rows."""
     spec = manifest.get("spec", {})
     backbone = spec.get("backbone", "resnet26")
-    frame = pd.DataFrame(read_structure(manifest["structure"]["file"])["rows"])
+    frame = structure_frame(manifest["structure"]["file"])
     paper = _paper_values(spec.get("reported"))
     frame["paper_MB"] = [paper.get(q, "") for q in frame["quantity"]]
     for unit in ("MiB", "MB"):

@@ -32,9 +32,10 @@ def read_metrics(path: str | Path | None) -> dict[str, Any] | None:
         return None
 
 
-def read_structure(path: str | Path) -> dict[str, Any]:
-    """A structure job's JSON: ``{"spec": ..., "rows": [...]}``."""
-    return json.loads(Path(path).read_text())
+def structure_frame(path: str | Path) -> pd.DataFrame:
+    """A structure job's rows (its JSON: ``{"spec", "columns", "rows"}``), columns in order."""
+    doc = json.loads(Path(path).read_text())
+    return pd.DataFrame(doc["rows"], columns=doc["columns"])
 
 
 def result_files(manifest: dict[str, Any]) -> list[str]:

@@ -31,9 +31,11 @@ STRUCTURES: dict[str, Callable[[dict[str, Any]], list[dict]]] = {
 
 
 def measure_structure(spec: dict[str, Any], out: str | Path) -> dict[str, Any]:
-    """Measure ``spec`` (``{"kind": ..., ...}``) and write ``{"spec", "rows"}`` to ``out``."""
+    """Measure ``spec`` (``{"kind": ..., ...}``) and write ``{"spec", "columns", "rows"}`` to
+    ``out`` (``columns``: the rows' keys in order, which the sorted JSON does not keep)."""
     if spec["kind"] not in STRUCTURES:
         raise ValueError(f"structure kind {spec['kind']!r} (allowed: {', '.join(STRUCTURES)})")
-    result = {"spec": spec, "rows": STRUCTURES[spec["kind"]](spec)}
+    rows = STRUCTURES[spec["kind"]](spec)
+    result = {"spec": spec, "columns": list(rows[0]) if rows else [], "rows": rows}
     write_json(Path(out), result)
     return result
