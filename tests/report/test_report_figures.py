@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fedrepro.report.figures import make_figure, plot_curves, plot_partition_hist, plot_sweep
+from fedrepro.report.output import save_figure
 from tests.report.test_report_results import with_files, write_run
 
 
@@ -158,3 +159,14 @@ def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
     plt.close(fig)
     make_figure(with_files(manifest, runs), tmp_path / "sweep")
     assert_images(tmp_path / "sweep")
+
+
+def test_the_same_figure_gives_the_same_bytes(tmp_path: Path) -> None:
+    digests = []
+    for name in ("a", "b"):
+        fig, ax = plt.subplots()
+        ax.plot([1.0, 3.0, 2.0])
+        paths = save_figure(fig, tmp_path / name)
+        plt.close(fig)
+        digests.append([p.read_bytes() for p in paths])
+    assert digests[0] == digests[1]  # no creation date in the PDF

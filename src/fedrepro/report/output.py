@@ -24,10 +24,15 @@ def write_text(path: str | Path, text: str) -> Path:
 def save_figure(
     fig: Figure, out_prefix: str | Path, formats: Iterable[str] = ("png", "pdf")
 ) -> list[Path]:
-    """Save ``fig`` as ``<out_prefix>.<fmt>`` for each format, each atomically."""
+    """Save ``fig`` as ``<out_prefix>.<fmt>`` for each format, each atomically. PDFs carry no
+    creation date, so the same numbers give the same bytes."""
     written = []
     for fmt in formats:
         path = Path(f"{out_prefix}.{fmt}")
-        atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=150))
+        meta = {"CreationDate": None} if fmt == "pdf" else None
+        atomic_write(
+            path,
+            lambda tmp, fmt=fmt, meta=meta: fig.savefig(tmp, format=fmt, dpi=150, metadata=meta),
+        )
         written.append(path)
     return written
