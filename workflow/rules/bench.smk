@@ -9,7 +9,7 @@ rule bench_workload:
         workload="|".join(BENCH["workloads"]),
     conda:
         ENV
-    threads: workflow.cores
+    threads: lambda wildcards: workflow.cores
     resources:
         gpu=bench_gpus,
     params:
@@ -27,7 +27,7 @@ rule bench_clients:
         f"{B}/logs/clients.log",
     conda:
         ENV
-    threads: workflow.cores
+    threads: lambda wildcards: workflow.cores
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["clients"]),
@@ -43,7 +43,7 @@ rule bench_dag:
         f"{B}/logs/dag.log",
     conda:
         ENV
-    threads: workflow.cores
+    threads: lambda wildcards: workflow.cores
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["dag"]),
