@@ -41,6 +41,7 @@ def _engine_row(name: str, r: dict, goal: float) -> dict:
         "workload": name,
         "device": r["machine"].get("gpu") or r["machine"]["device"],
         "backbone": f"{spec['backbone']} ({spec['tuning']}) @{spec['img_size']}",
+        "precision": r.get("precision", "fp32"),
         "samples/s": f"{r['samples_per_s']:,.0f}",
         "model GFLOP/s": f"{r['model_flops_per_s'] / 1e9:,.1f}",
         f"matmul GFLOP/s ({r['matmul_dtype']})": f"{r['matmul_flops_per_s'] / 1e9:,.1f}",

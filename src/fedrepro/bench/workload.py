@@ -29,6 +29,7 @@ DEFAULTS = {
     "local_epochs": 1,
     "lr": 0.05,
     "device": "cpu",
+    "precision": "fp32",  # the papers' arithmetic; the paper-shape GPU workloads ask for bf16
     "matmul_n": 1024,
 }
 
@@ -77,7 +78,7 @@ def run_workload(spec: dict, threads: int) -> dict:
         "train": {"rounds": int(spec["rounds"]), "local_epochs": int(spec["local_epochs"]),
                   "batch_size": int(spec["batch_size"]), "optimizer": "sgd",
                   "lr": float(spec["lr"]), "momentum": 0.9, "weight_decay": 5e-4,
-                  "fraction": 1.0},
+                  "fraction": 1.0, "precision": spec["precision"]},
     }  # fmt: skip
     clock = PhaseClock(device)
     rss = []
@@ -94,7 +95,8 @@ def run_workload(spec: dict, threads: int) -> dict:
         row["rss_mb"] = mb
     measured = rows[1:] if len(rows) > 1 else rows
     flops = per_sample_flops(spec["backbone"], classes, side, model_cfg, algorithm_cfg)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    bf16 = device.type == "cuda" and spec["precision"] == "bf16"
+    dtype = torch.bfloat16 if bf16 else torch.float32
     peak = matmul_flops(device, dtype, int(spec["matmul_n"]))
     per_round_train = stepped_samples([len(t) for t in clients.train], int(spec["batch_size"]))
     per_round_train *= int(spec["local_epochs"])
@@ -102,6 +104,7 @@ def run_workload(spec: dict, threads: int) -> dict:
         "spec": spec,
         "machine": describe(device),
         "matmul_dtype": str(dtype).removeprefix("torch."),
+        "precision": "bf16" if bf16 else "fp32",  # what the engine ran
         "flops_per_sample": flops,
         "peak_rss_mb": peak_rss_mb(),
         "peak_gpu_mb": peak_gpu_mb(device),

@@ -20,7 +20,7 @@ from fedrepro.data.client_transforms import apply_transform
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
-from fedrepro.fl.local import predict, train_epochs
+from fedrepro.fl.local import EVAL_BATCH, predict, train_epochs
 from fedrepro.fl.optim import lr_at
 from fedrepro.fl.sampling import derive_seed, sample_clients
 from fedrepro.fl.tensors import all_finite, nbytes, put, take
@@ -154,7 +154,9 @@ def run_rounds(
         }
         if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
             with clock.phase("evaluate"):
-                row.update(evaluate(model, algorithm, state, test, clients, init_local, seed, r))
+                row.update(
+                    evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg)
+                )
             # finite weights can still give non-finite outputs (a negative BN running variance
             # from FedNova's normalised buffers): the round is recorded as diverged too
             row["diverged"] = diverged = diverged or not math.isfinite(row["loss"])
@@ -187,14 +189,19 @@ def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> No
     )
 
 
-def evaluate(model, algorithm, state, test, clients, init_local, seed, r) -> dict:
-    """Per-client test accuracy; one pass for a shared model without client transforms."""
+def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
+    """Per-client test accuracy; one pass for a shared model without client transforms.
+    ``tcfg`` (the run's ``train`` block) sets the evaluation batch and precision."""
+    opts = {
+        "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
+        "precision": tcfg.get("precision", "fp32"),
+    }
     device = next(model.parameters()).device
     put(model, state.shared)
     per_client = []
     if not algorithm.personalized and not any(clients.transforms):
         everything = torch.arange(len(test.labels), device=device)
-        correct, losses = predict(model, test, everything)
+        correct, losses = predict(model, test, everything, **opts)
         for idx in clients.test:
             per_client.append((correct[idx], losses[idx]))
     else:
@@ -202,7 +209,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r) -> dic
             if algorithm.personalized:
                 put(model, {n: t.to(device) for n, t in state.local.get(k, init_local).items()})
             gen = _generator(device, seed, r, k, 0xE7A1)
-            per_client.append(predict(model, test, idx, gen, clients.transforms[k]))
+            per_client.append(predict(model, test, idx, gen, clients.transforms[k], **opts))
     n = sum(len(c) for c, _ in per_client)
     hits = sum(float(c.sum()) for c, _ in per_client)
     loss = sum(float(losses.sum()) for _, losses in per_client)

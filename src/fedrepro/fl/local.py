@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 
@@ -12,6 +13,19 @@ from torch import nn
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.optim import make_optimizer
 from fedrepro.fl.timing import NULL_CLOCK
+
+PRECISIONS = ("fp32", "bf16")
+EVAL_BATCH = 1024  # evaluation batch unless the run sets train.eval_batch_size
+
+
+def autocast(x: torch.Tensor, precision: str):
+    """The one place mixed precision is entered, for training and evaluation alike: bf16
+    autocast on CUDA when the run asks for ``precision: bf16``; fp32 (the papers') enters none."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"train.precision: {precision!r} (allowed: {', '.join(PRECISIONS)})")
+    if precision == "bf16" and x.is_cuda:
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def train_epochs(
@@ -30,8 +44,10 @@ def train_epochs(
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
 
     ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``).
-    A last batch of one sample is dropped (batch norm cannot train on it). The loss is
-    summed on the device and read once, so steps never wait for the device.
+    A last batch of one sample is dropped (batch norm cannot train on it), every short last
+    batch with ``train.drop_last`` (PyTorch's DataLoader flag, as FedIns's code trains).
+    ``train.precision`` (default fp32) picks the arithmetic. The loss is summed on the device
+    and read once, so steps never wait for the device.
     """
     if objective is None:
 
@@ -44,17 +60,18 @@ def train_epochs(
     model.train()
     steps = 0
     loss_sum = torch.zeros((), dtype=torch.float64, device=idx.device)
-    use_bf16 = idx.is_cuda and train.get("bf16", True)
+    precision = train.get("precision", "fp32")
+    drop_last = bool(train.get("drop_last", False))
     for _ in range(epochs):
         order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
         for start in range(0, len(order), bs):
             b = order[start : start + bs]
-            if len(b) < 2:
+            if len(b) < 2 or (drop_last and len(b) < bs):
                 continue
             with clock.phase("data"):
                 x, y = data.batch(b, generator, transform, train=True)
             with clock.phase("step"):
-                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
+                with autocast(x, precision):
                     loss = objective(x, y)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -74,15 +91,17 @@ def predict(
     idx: torch.Tensor,
     generator: torch.Generator | None = None,
     transform=None,
-    batch_size: int = 1024,
+    batch_size: int = EVAL_BATCH,
+    precision: str = "fp32",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sample correctness (bool) and cross-entropy for `idx`, in large batches."""
+    """Per-sample correctness (bool) and cross-entropy for `idx`, in batches of `batch_size`
+    (part of a method whose inference pools over the batch, like FedIns's batch scope)."""
     model.eval()
     correct, losses = [], []
     for start in range(0, len(idx), batch_size):
         b = idx[start : start + batch_size]
         x, y = data.batch(b, generator, transform)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=x.is_cuda):
+        with autocast(x, precision):
             logits = model(x).float()
         correct.append(logits.argmax(1) == y)
         losses.append(F.cross_entropy(logits, y, reduction="none"))
