@@ -7,6 +7,8 @@ DataLoader workers and no per-round copies.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -37,8 +39,16 @@ def normalize(x: torch.Tensor, mean=MEAN, std=STD) -> torch.Tensor:
     return (x - m) / s
 
 
-def augment(x: torch.Tensor, generator: torch.Generator, crop_pad: int = 0, flip: bool = False):
-    """Random crop with zero padding and horizontal flip, per sample, vectorised."""
+def augment(
+    x: torch.Tensor,
+    generator: torch.Generator,
+    crop_pad: int = 0,
+    flip: bool = False,
+    rotate: float = 0.0,
+) -> torch.Tensor:
+    """Random crop with zero padding, horizontal flip and rotation, per sample, vectorised,
+    in torchvision's order (crop, flip, then ``RandomRotation(rotate)``). Each draws from
+    ``generator`` only when enabled, so a run without it gets the same numbers as before."""
     n, _, h, w = x.shape
     if crop_pad > 0:
         padded = F.pad(x, (crop_pad,) * 4)
@@ -52,4 +62,24 @@ def augment(x: torch.Tensor, generator: torch.Generator, crop_pad: int = 0, flip
     if flip:
         mask = (torch.rand(n, generator=generator) < 0.5).to(x.device)
         x = torch.where(mask[:, None, None, None], x.flip(3), x)
+    if rotate > 0:
+        angles = rotation_angles(n, generator, rotate).to(x.device)
+        x = rotate_images(x, angles)
     return x
+
+
+def rotation_angles(n: int, generator: torch.Generator, degrees: float) -> torch.Tensor:
+    """``n`` angles uniform in [−degrees, degrees], in degrees (``RandomRotation(degrees)``)."""
+    return (torch.rand(n, generator=generator) * 2.0 - 1.0) * float(degrees)
+
+
+def rotate_images(x: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:
+    """Rotate each image of a B×C×H×W batch counter-clockwise about its centre by its angle,
+    nearest-neighbour with zero fill (torchvision's ``RandomRotation`` defaults)."""
+    rad = degrees.to(x.dtype) * (math.pi / 180.0)
+    cos, sin, zero = rad.cos(), rad.sin(), torch.zeros_like(rad)
+    # affine_grid maps output to input coordinates (x right, y down): a counter-clockwise
+    # turn of the image samples the input at the clockwise-turned position
+    theta = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, grid, mode="nearest", padding_mode="zeros", align_corners=False)

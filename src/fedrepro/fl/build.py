@@ -30,6 +30,7 @@ def load_data(path: Path, device, img_size: int | None, train: dict | None = Non
         img_size=img_size,
         crop_pad=int(train.get("crop_pad", 0)),
         flip=bool(train.get("flip", False)),
+        rotate=float(train.get("rotate", 0.0)),
     )
     return split, data
 

@@ -19,6 +19,7 @@ class DeviceData:
     channels: int = 3
     crop_pad: int = 0
     flip: bool = False
+    rotate: float = 0.0  # degrees: RandomRotation(rotate)
 
     def batch(
         self,
@@ -29,8 +30,8 @@ class DeviceData:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs and labels for these indices; augmentation only when training."""
         x = to_input(self.images[idx], self.img_size, self.channels)
-        if train and (self.crop_pad or self.flip):
-            x = augment(x, generator, self.crop_pad, self.flip)
+        if train and (self.crop_pad or self.flip or self.rotate):
+            x = augment(x, generator, self.crop_pad, self.flip, self.rotate)
         if transform is not None:
             x = transform(x, generator)
         return normalize(x), self.labels[idx]
