@@ -1,6 +1,10 @@
 """Checksum-verified fetching: local files and file:// URLs only, never the network."""
 
 import hashlib
+import runpy
+import sys
+import urllib.error
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +124,35 @@ def test_download_fetches_every_file_of_a_dataset(tmp_path, monkeypatch):
     paths = dl.download("toy", tmp_path / "root")
     assert [p.name for p in paths] == ["blob.bin", "b.bin"]
     assert all(p.parent == tmp_path / "root" / "toy" for p in paths)
+
+
+def test_offline_download_is_one_line_saying_where_to_stage(tmp_path, monkeypatch):
+    def offline(url):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(dl, "urlopen", offline)
+    dest = tmp_path / "root" / "toy"
+    with pytest.raises(dl.DownloadError) as err:
+        dl.fetch_file(_remote(tmp_path), dest, tmp_path / "root")
+    text = str(err.value)
+    assert "\n" not in text and "check the network" in text
+    assert str(tmp_path / "root" / "toy" / "blob.bin") in text  # where to stage it
+    assert not dest.exists() or list(dest.iterdir()) == []
+
+
+def test_download_script_turns_the_error_into_one_line(tmp_path, monkeypatch):
+    def fail(dataset, root):
+        raise dl.DownloadError("toy: cannot download x (offline); check the network")
+
+    monkeypatch.setattr(dl, "download", fail)
+    script = Path(__file__).resolve().parents[2] / "workflow/scripts/download_data.py"
+    argv = ["download_data.py", "--dataset", "toy", "--data-root", str(tmp_path),
+            "--out-flag", str(tmp_path / "flag")]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_path(str(script), run_name="__main__")
+    assert (
+        str(exc.value)
+        == "fedrepro download error: toy: cannot download x (offline); check the network"
+    )
+    assert not (tmp_path / "flag").exists()

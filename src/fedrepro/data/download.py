@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import BinaryIO
@@ -17,6 +18,10 @@ from fedrepro.checksums import ChecksumError, file_digests
 from fedrepro.data.registry import RemoteFile, get_dataset
 
 __all__ = ["ChecksumError", "download", "fetch_file", "verify"]
+
+
+class DownloadError(RuntimeError):
+    """A raw file could not be fetched; the message says where to stage it instead."""
 
 
 def urlopen(url: str) -> BinaryIO:
@@ -96,6 +101,13 @@ def fetch_file(
     try:
         _stream(remote.url, part)
         verify(part, remote)
+    except (urllib.error.URLError, TimeoutError) as err:
+        part.unlink(missing_ok=True)
+        reason = getattr(err, "reason", err)
+        raise DownloadError(
+            f"{remote.dataset}: cannot download {remote.url} ({reason}); check the network, "
+            f"or stage the file at {staged}"
+        ) from None
     except BaseException:
         part.unlink(missing_ok=True)
         raise

@@ -94,6 +94,9 @@ def build_plan(config: dict, repo: Path) -> Plan:
     """Expand every paper listed in `config["papers"]` at `config["scale"]`."""
     validate(config, "config", "config")
     scale = config["scale"]
+    if scale not in config["scales"]:
+        hint = " (use --configfile config/paper.yaml)" if scale == "paper" else ""
+        raise ConfigError(f"config.scales.{scale}: no settings for scale {scale!r}{hint}")
     scale_cfg = config["scales"][scale]
     plan = Plan(scale=scale, root=f"{config['results']}/{scale}", scale_cfg=scale_cfg)
     for paper in config["papers"]:
