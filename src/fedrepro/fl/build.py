@@ -6,9 +6,10 @@ from pathlib import Path
 
 import torch
 
+from fedrepro.data.batches import MEAN, STD
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
-from fedrepro.models.registry import create_backbone
+from fedrepro.models.registry import BACKBONES, create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.models.weights import load_weights
 
@@ -20,7 +21,27 @@ def pick_device(name: str = "auto", threads: int = 1) -> torch.device:
     return torch.device(name)
 
 
-def load_data(path: Path, device, img_size: int | None, train: dict | None = None):
+Stats = tuple[tuple[float, ...], tuple[float, ...]]
+
+
+def input_stats(cfg: dict) -> Stats:
+    """The one place a run's input normalisation (mean, std per channel) is decided:
+    ``train.normalize`` where the paper's code normalises with the dataset's statistics (or
+    not at all), otherwise the statistics the backbone's weights were trained with."""
+    given = cfg.get("train", {}).get("normalize")
+    if given is not None:
+        return tuple(given["mean"]), tuple(given["std"])
+    spec = BACKBONES.get(cfg["model"]["backbone"])
+    return (spec.mean, spec.std) if spec is not None else (MEAN, STD)
+
+
+def load_data(
+    path: Path,
+    device,
+    img_size: int | None,
+    train: dict | None = None,
+    stats: Stats = (MEAN, STD),
+):
     """A prepared split moved to the device once, wrapped with its input settings."""
     split: Split = load_split(path, device=device)
     train = train or {}
@@ -31,6 +52,8 @@ def load_data(path: Path, device, img_size: int | None, train: dict | None = Non
         crop_pad=int(train.get("crop_pad", 0)),
         flip=bool(train.get("flip", False)),
         rotate=float(train.get("rotate", 0.0)),
+        mean=tuple(stats[0]),
+        std=tuple(stats[1]),
     )
     return split, data
 

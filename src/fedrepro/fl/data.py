@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedrepro.data.batches import augment, normalize, to_input
+from fedrepro.data.batches import MEAN, STD, augment, normalize, to_input
 
 
 @dataclass
@@ -20,6 +20,8 @@ class DeviceData:
     crop_pad: int = 0
     flip: bool = False
     rotate: float = 0.0  # degrees: RandomRotation(rotate)
+    mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
+    std: tuple[float, ...] = STD
 
     def batch(
         self,
@@ -34,4 +36,4 @@ class DeviceData:
             x = augment(x, generator, self.crop_pad, self.flip, self.rotate)
         if transform is not None:
             x = transform(x, generator)
-        return normalize(x), self.labels[idx]
+        return normalize(x, self.mean, self.std), self.labels[idx]
