@@ -46,3 +46,18 @@ def test_a_runs_own_statistics_win_and_reach_every_batch(tmp_path):
         mean, std = BACKBONES["resnet26"].mean, BACKBONES["resnet26"].std
         want = expected if expected is not None else (1.0 - mean[0]) / std[0]
         assert torch.allclose(x[:, 0], torch.full_like(x[:, 0], want))
+
+
+def test_fedins_normalises_each_dataset_as_the_authors_code():
+    stats = {}
+    for run in _paper_plan().runs.values():
+        if run["paper"] == "fedins":
+            stats.setdefault(run["dataset"], set()).add(input_stats(run))
+    assert {len(v) for v in stats.values()} == {1}
+    cifar100 = (
+        (0.5070751592371323, 0.48654887331495095, 0.4409178433670343),
+        (0.2673342858792401, 0.2564384629170883, 0.27615047132568404),
+    )
+    assert stats["cifar100"] == {cifar100}
+    assert stats["domainnet"] == {((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))}  # ToTensor only
+    assert stats["tinyimagenet"] == {((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -227,3 +228,55 @@ def test_contrast_compares_two_differences(setup: tuple[dict, Path, Path]) -> No
     assert "2/2 pass" in frame.loc["contrast", "ours"]
     with pytest.raises(ValueError, match="'contrast'"):
         evaluate(setup, {**claim, "contrast": {"variant": ["full", "adapter"]}})
+
+
+def test_contrast_with_several_others(setup: tuple[dict, Path, Path]) -> None:
+    """FedNova loses least: its loss is compared with each other algorithm's in turn."""
+    claim = {
+        "id": "least",
+        "text": "FedNova loses less to adapters than every other algorithm",
+        "kind": "pairwise",
+        "item": "t",
+        "left": {"variant": "full"},
+        "right": {"variant": "adapter"},
+        "pair_on": ["dataset", "algorithm"],
+        "contrast": {"algorithm": ["FedNova", "FedAvg", "FedIns"]},
+        "test": "diff < 0",
+    }
+    frame = evaluate(setup, claim)
+    # ours: SVHN −1 − 2 = −3, CIFAR-10 2 − 10 = −8; paper: SVHN 1 − 1 = 0 fails,
+    # CIFAR-10 1 − 2 = −1; FedIns has no "full" cell, so no FedIns unit
+    assert holds(frame, "least") == (False, True)
+    assert frame.loc["least", "ours"].startswith("2/2 pass")
+    assert "SVHN·vs FedAvg: 0.00" in frame.loc["least", "detail"]
+    with pytest.raises(ValueError, match="'contrast'"):
+        evaluate(setup, {**claim, "contrast": {"algorithm": ["FedNova"]}})
+
+
+def test_settle_round_from_history(tmp_path: Path) -> None:
+    from fedrepro.report.claims import settle_round
+    from tests.report.test_report_results import with_files, write_run
+
+    assert settle_round([1, 2, 3, 4], [10.0, 50.0, 59.0, 60.0], 2.0) == 3.0
+    assert settle_round([1, 2, 3], [60.0, float("nan"), 60.0], 2.0) == 3.0
+    assert settle_round([1, 2], [60.0, 60.5], 2.0) == 1.0
+    assert np.isnan(settle_round([1, 2], [60.0, float("nan")], 2.0))
+    curves = {"fast": [50.0, 79.0, 80.0, 80.0, 80.0, 80.0], "slow": [10, 30, 50, 70, 78, 80]}
+    runs = []
+    for method, curve in curves.items():
+        for seed in (0, 1):
+            write_run(tmp_path, f"{method}{seed}", curve[-1], history=list(map(float, curve)))
+            runs.append({"id": f"{method}{seed}", "labels": {"method": method, "seed": seed}})
+    manifest = with_files({"item": "f", "spec": {"metric": "acc_mean"}, "runs": runs}, tmp_path)
+    claims = [
+        {"id": "fast", "text": "fast settles by round 2", "kind": "constant", "item": "f",
+         "metric": "settle_round(acc_mean, 1)", "select": {"method": "fast"},
+         "test": "value <= 2"},
+        {"id": "first", "text": "fast settles first", "kind": "rank", "item": "f",
+         "metric": "settle_round(acc_mean, 1)", "select": {"method": "fast"}, "rank": "min"},
+    ]  # fmt: skip
+    frame = evaluate_claims(claims, {"f": manifest}, None).set_index("claim")
+    assert holds(frame, "fast") == (None, True)  # no reported numbers: paper not evaluable
+    assert holds(frame, "first") == (None, True)
+    with pytest.raises(ValueError, match="'metric'"):
+        evaluate_claims([{**claims[0], "metric": "settle_round(acc_mean)"}], {"f": manifest}, None)

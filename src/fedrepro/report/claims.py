@@ -46,6 +46,9 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "!=": operator.ne,
 }
 STATS = ("mean", "std")
+# a history-derived metric: the first round from which <column> of history.csv stays
+# within <tol> points of its last round's value (docs/claims.md, "Metrics from history")
+SETTLE_RE = re.compile(r"^settle_round\(\s*([A-Za-z_]\w*)\s*,\s*(\d+(?:\.\d*)?)\s*\)$")
 TEST_RE = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*$")
 VALUE_COLUMNS = ("item", "mean", "std", "n")
 RESULT_COLUMNS = ["claim", "text", "paper_value", "ours", "holds_paper", "holds_ours", "detail"]
@@ -83,7 +86,7 @@ class Claim:
     group_by: list[str] = field(default_factory=list)
     among: dict[str, Any] = field(default_factory=dict)
     rank: str = "max"
-    contrast: tuple[str, str, str] | None = None  # (label, first, second)
+    contrast: tuple[str, str, tuple[str, ...]] | None = None  # (label, first, others)
 
 
 def _fail(cid: str, key: str, why: str) -> ValueError:
@@ -140,6 +143,8 @@ def parse_claim(raw: Any, index: int) -> Claim:
     metric = raw.get("metric")
     if metric is not None and not isinstance(metric, str):
         raise _fail(cid, "metric", "must be a metrics.json key")
+    if metric is not None and metric.startswith("settle_round") and not SETTLE_RE.match(metric):
+        raise _fail(cid, "metric", f"must read 'settle_round(<column>, <tol>)', got {metric!r}")
     quantifier = raw.get("quantifier", "all")
     if quantifier not in QUANTIFIERS[kind]:
         raise _fail(cid, "quantifier", f"must be one of {QUANTIFIERS[kind]}, got {quantifier!r}")
@@ -178,21 +183,52 @@ def parse_claim(raw: Any, index: int) -> Claim:
     )
 
 
-def _contrast(cid: str, value: Any, pair_on: list[str]) -> tuple[str, str, str]:
-    """``{label: [first, second]}``: the claim tests quantity(first) − quantity(second)."""
+def _contrast(cid: str, value: Any, pair_on: list[str]) -> tuple[str, str, tuple[str, ...]]:
+    """``{label: [first, second, …]}``: the claim tests quantity(first) − quantity(other)
+    for each other value in turn."""
     ok = isinstance(value, dict) and len(value) == 1
     label, pair = next(iter(value.items())) if ok else (None, None)
-    if not ok or label not in pair_on or not isinstance(pair, list) or len(pair) != 2:
-        raise _fail(cid, "contrast", "must map one pair_on label to a list of two values")
-    return str(label), str(pair[0]), str(pair[1])
+    if not ok or label not in pair_on or not isinstance(pair, list) or len(pair) < 2:
+        raise _fail(cid, "contrast", "must map one pair_on label to a list of two or more values")
+    return str(label), str(pair[0]), tuple(str(v) for v in pair[1:])
 
 
 # ---------------------------------------------------------------- cells (paper and ours)
 
 
+def settle_round(rounds: Any, values: Any, tol: float) -> float:
+    """The first round from which every value stays within ``tol`` of the last one (a
+    non-finite value is never within); NaN when the last value is not finite."""
+    rounds, values = np.asarray(rounds, float), np.asarray(values, float)
+    if not len(values) or not np.isfinite(values[-1]):
+        return math.nan
+    outside = ~(np.abs(values - values[-1]) <= tol)
+    return float(rounds[outside.nonzero()[0][-1] + 1] if outside.any() else rounds[0])
+
+
+def _runs(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
+    """results.runs_frame, or for ``settle_round(column, tol)`` the round from history.csv."""
+    match = SETTLE_RE.match(metric)
+    if not match:
+        return results.runs_frame(manifest, metric)
+    column, tol = match.group(1), float(match.group(2))
+    runs = results.runs_frame(manifest, "rounds")
+    settled: dict[str, float] = {}
+    for run in manifest.get("runs", []):
+        try:
+            hist = pd.read_csv(run["files"]["history"])
+        except (KeyError, OSError, ValueError, pd.errors.EmptyDataError):
+            continue
+        ok = column in hist and "round" in hist
+        settled[run["id"]] = settle_round(hist["round"], hist[column], tol) if ok else math.nan
+    runs["value"] = runs["run_id"].map(settled).astype(float)
+    runs["present"] = runs["run_id"].isin(list(settled))
+    return runs
+
+
 def our_cells(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     """Our cells of one item: every label but the seed, with mean/std over seeds."""
-    runs = results.runs_frame(manifest, metric)
+    runs = _runs(manifest, metric)
     labels = [c for c in runs.columns[: list(runs.columns).index("run_id")]]
     labels = [c for c in labels if c != results.SEED_LABEL]
     stats = results.cell_stats(runs, labels)
@@ -319,10 +355,11 @@ def _eval_pairwise(claim: Claim, frame: pd.DataFrame) -> Outcome:
 
 
 def _contrasted(
-    quantity: pd.Series, pair_on: list[str], contrast: tuple[str, str, str]
+    quantity: pd.Series, pair_on: list[str], contrast: tuple[str, str, tuple[str, ...]]
 ) -> pd.Series:
-    """quantity(first) − quantity(second) for each setting of the other pair_on labels."""
-    label, first, second = contrast
+    """quantity(first) − quantity(other) for each other value and each setting of the other
+    pair_on labels (with several others, a unit's name ends in ``vs <other>``)."""
+    label, first, others = contrast
     at = pair_on.index(label)
     parts = {key: key.split("·") for key in quantity.index}
     out = {}
@@ -330,9 +367,12 @@ def _contrasted(
         if len(labels) != len(pair_on) or labels[at] != first:
             continue
         rest = labels[:at] + labels[at + 1 :]
-        partner = "·".join(labels[:at] + [second] + labels[at + 1 :])
-        if partner in quantity.index:
-            out["·".join(rest) or f"{first} vs {second}"] = quantity[key] - quantity[partner]
+        for second in others:
+            partner = "·".join(labels[:at] + [second] + labels[at + 1 :])
+            if partner not in quantity.index:
+                continue
+            name = "·".join(rest) if len(others) == 1 else "·".join([*rest, f"vs {second}"])
+            out[name or f"{first} vs {second}"] = quantity[key] - quantity[partner]
     return pd.Series(out, dtype=float)
 
 
