@@ -15,6 +15,6 @@ a = p.parse_args()
 try:
     print("\n".join(map(str, download(a.dataset, a.data_root))))
 except (DownloadError, ChecksumError, FileNotFoundError) as err:
-    sys.exit(f"fedrepro download error: {err}")  # one line, no traceback
+    sys.exit(f"fedrepro download error ({type(err).__name__}): {err}")  # one line
 a.out_flag.parent.mkdir(parents=True, exist_ok=True)
 a.out_flag.touch()
