@@ -69,13 +69,6 @@ class Plan:
     papers: dict[str, list[str]] = field(default_factory=dict)  # paper -> item names
     claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
 
-    def item_runs(self, key: str) -> list[str]:
-        """The ids of the entries an item reads (training runs and adaptation jobs)."""
-        return [r["id"] for r in self.items[key]["runs"]]
-
-    def item_partitions(self, key: str) -> list[str]:
-        return [p["id"] for p in self.items[key]["partitions"]]
-
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 

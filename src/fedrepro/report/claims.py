@@ -213,14 +213,10 @@ def _runs(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
         return results.runs_frame(manifest, metric)
     column, tol = match.group(1), float(match.group(2))
     runs = results.runs_frame(manifest, "rounds")
-    settled: dict[str, float] = {}
-    for run in manifest.get("runs", []):
-        try:
-            hist = pd.read_csv(run["files"]["history"])
-        except (KeyError, OSError, ValueError, pd.errors.EmptyDataError):
-            continue
-        ok = column in hist and "round" in hist
-        settled[run["id"]] = settle_round(hist["round"], hist[column], tol) if ok else math.nan
+    settled = {
+        rid: settle_round(hist["round"], hist[column], tol) if column in hist else math.nan
+        for rid, hist in results.history_frame(manifest).groupby("run_id", sort=False)
+    }
     runs["value"] = runs["run_id"].map(settled).astype(float)
     runs["present"] = runs["run_id"].isin(list(settled))
     return runs

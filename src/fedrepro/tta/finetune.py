@@ -19,9 +19,9 @@ from typing import Any
 @dataclass(frozen=True)
 class AdaptMethod:
     name: str
+    engine_config: Callable[[dict, dict], dict]  # (run config, resolved options) -> config
     # option -> default (None: taken from the trained run's ``train`` block)
     options: dict[str, Any] = field(default_factory=dict)
-    engine_config: Callable[[dict, dict], dict] | None = None
 
     def resolve(self, adapt: dict) -> dict:
         """The adapt block with every option present (defaults filled in)."""
@@ -54,6 +54,7 @@ def _finetune_config(run: dict, adapt: dict) -> dict:
 
 FINETUNE = AdaptMethod(
     name="finetune",
+    engine_config=_finetune_config,
     options={
         "epochs": 1,
         "lr": None,
@@ -62,5 +63,4 @@ FINETUNE = AdaptMethod(
         "weight_decay": None,
         "eval_every": 1,
     },
-    engine_config=_finetune_config,
 )
