@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fedrepro.checksums import CHUNK as _CHUNK
-from fedrepro.checksums import ChecksumError, file_digests
+from fedrepro.checksums import ChecksumError, content_md5, file_digests
 from fedrepro.data.registry import RemoteFile, get_dataset
 
 __all__ = ["ChecksumError", "download", "fetch_file", "verify"]
@@ -29,21 +29,45 @@ def urlopen(url: str) -> BinaryIO:
     return urllib.request.urlopen(url, timeout=60)
 
 
-def verify(path: str | os.PathLike[str], remote: RemoteFile) -> None:
+def verify(path: str | os.PathLike[str], remote: RemoteFile) -> str:
     """Hash ``path`` in chunks and compare with every checksum ``remote`` publishes.
 
-    Files without a published checksum pass, and their sha256 is printed so it can be
-    recorded in the registry."""
+    Returns what the file matched: ``"published checksum"``, ``"decompressed content"`` or
+    ``"no published checksum"``. Where ``remote.content_md5`` is recorded, a file whose own
+    checksums differ is still accepted when its decompressed content matches (a mirror's
+    re-compressed gzip, or the file staged already decompressed), and a line says so. Files
+    without a published checksum pass, and their sha256 is printed so it can be recorded in
+    the registry."""
     digests = file_digests(path)
     expected = {"md5": remote.md5, "sha256": remote.sha256}
-    if not any(expected.values()):
+    if not any(expected.values()) and not remote.content_md5:
         sha = digests["sha256"]
         print(f"{path}: no published checksum; sha256 {sha}", file=sys.stderr)
-        return
-    for algo, want in expected.items():
-        got = digests[algo]
-        if want and got != want.lower():
-            raise ChecksumError(f"{path}: {algo} expected {want}, got {got}")
+        return "no published checksum"
+    mismatches = [
+        f"{algo} expected {want}, got {digests[algo]}"
+        for algo, want in expected.items()
+        if want and digests[algo] != want.lower()
+    ]
+    if not mismatches and any(expected.values()):
+        return "published checksum"
+    if not remote.content_md5:
+        raise ChecksumError(f"{path}: {mismatches[0]}")
+    got, how = content_md5(path)
+    if got == remote.content_md5.lower():
+        kind = (
+            "a re-compressed copy" if how == "gzip decompressed" else "an already decompressed file"
+        )
+        print(
+            f"{path}: matched by its decompressed content (md5 {got}), {kind}; accepted",
+            file=sys.stderr,
+        )
+        return "decompressed content"
+    mismatches.append(f"decompressed content md5 expected {remote.content_md5}, got {got} ({how})")
+    raise ChecksumError(
+        f"{path}: {'; '.join(mismatches)}; stage the official {remote.filename} (any gzip of "
+        f"that content will do) or its decompressed {remote.content_filename}"
+    )
 
 
 def _stream(url: str, part: Path) -> None:
@@ -74,15 +98,18 @@ def fetch_file(
     Order: a staged file ``data_root/<dataset>/<filename>`` with a matching checksum (no
     network), then an earlier verified download in ``dest_dir``, then a fresh download
     streamed to ``<filename>.part`` and renamed only after it verifies. A staged-only file
-    may instead be staged as its extracted folder (``remote.extracted``)."""
+    may instead be staged as its extracted folder (``remote.extracted``), and a gzip file
+    with a recorded ``content_md5`` decompressed (``remote.content_filename``)."""
     staged = Path(data_root) / remote.dataset / remote.filename
     dest = Path(dest_dir) / remote.filename
-    if staged.exists():
+    names = (remote.filename, remote.content_filename) if remote.content_filename else ()
+    found = next((p for p in (staged.with_name(n) for n in names) if p.exists()), staged)
+    if found.exists():
         try:
-            verify(staged, remote)
-            return staged
+            verify(found, remote)
+            return found
         except ChecksumError:
-            if staged.resolve() == dest.resolve() or remote.url is None:
+            if found.parent.resolve() == dest.parent.resolve() or remote.url is None:
                 raise  # never overwrite or delete the user's staged file
     if dest.exists() and dest.resolve() != staged.resolve():
         try:

@@ -23,7 +23,13 @@ from numpy.typing import ArrayLike
 
 from fedrepro.data.imageops import resize_images
 from fedrepro.data.prepared import Split
-from fedrepro.data.rawfiles import extract_once, load_images, read_tar_member, safe_unpickle
+from fedrepro.data.rawfiles import (
+    extract_once,
+    load_images,
+    open_maybe_gzip,
+    read_tar_member,
+    safe_unpickle,
+)
 from fedrepro.data.registry import CORRUPTIONS, DatasetSpec, get_dataset
 
 __all__ = ["parse"]
@@ -128,15 +134,31 @@ def _batch_no(name: str) -> int:
 
 
 def _read_idx(path: Path) -> np.ndarray:
-    """IDX format: 2 zero bytes, a dtype code, the number of dims, big-endian int32 dims."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        data = handle.read()
-    if data[:2] != b"\x00\x00" or data[2] != 0x08:
-        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    """IDX format: 2 zero bytes, a dtype code, the number of dims, big-endian int32 dims.
+
+    The file may be gzip-compressed or not, whatever its name (see ``open_maybe_gzip``)."""
+    base = path.name.removesuffix(".gz")
+    fix = f"stage the official {base}.gz (any gzip of the same content) or the decompressed {base}"
+    try:
+        with open_maybe_gzip(path) as handle:
+            data = handle.read()
+    except (OSError, EOFError, zlib.error) as err:
+        raise ValueError(f"{path}: unreadable gzip ({' '.join(str(err).split())}); {fix}") from None
+    if len(data) < 4 or data[:2] != b"\x00\x00" or data[2] != 0x08:
+        raise ValueError(
+            f"{path}: not an unsigned-byte IDX file (starts {data[:4].hex() or 'empty'}); {fix}"
+        )
     ndim = data[3]
-    dims = np.frombuffer(data, dtype=">i4", count=ndim, offset=4)
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(tuple(dims))
+    if len(data) < 4 + 4 * ndim:
+        raise ValueError(f"{path}: IDX header cut short ({len(data)} bytes); {fix}")
+    dims = tuple(int(d) for d in np.frombuffer(data, dtype=">i4", count=ndim, offset=4))
+    body = len(data) - 4 - 4 * ndim
+    if body != int(np.prod(dims)):
+        raise ValueError(
+            f"{path}: IDX header gives shape {dims} ({int(np.prod(dims))} bytes) but "
+            f"{body} bytes follow; {fix}"
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def _parse_idx(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:

@@ -3,6 +3,8 @@ and image-file decoding. Kept apart from the per-format parsers they serve."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import pickle
 import tarfile
 import zipfile
@@ -13,7 +15,9 @@ from typing import Any, BinaryIO
 import numpy as np
 from PIL import Image
 
-__all__ = ["extract_once", "load_images", "read_tar_member", "safe_unpickle"]
+from fedrepro.checksums import is_gzip
+
+__all__ = ["extract_once", "load_images", "open_maybe_gzip", "read_tar_member", "safe_unpickle"]
 
 # Globals a CIFAR batch or a FedBN split pickle may reference: numpy array reconstruction
 # only. Anything else (os.system, eval, ...) is refused, so a tampered pickle cannot run code.
@@ -65,6 +69,13 @@ def extract_once(
             members = [m for m in tf.getmembers() if _safe_member(m.name) and keep(m.name)]
             tf.extractall(dest, members=members, filter="data")
     marker.touch()
+
+
+def open_maybe_gzip(path: Path) -> io.BufferedIOBase:
+    """Open ``path`` for reading, decompressing it when it is gzip. Decided by the magic
+    bytes, not the name: a file may be staged decompressed under its ``.gz`` name (browsers
+    and some mirrors decompress on the fly) or compressed without it."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
 def read_tar_member(archive: Path, basename: str) -> bytes:

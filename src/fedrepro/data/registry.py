@@ -33,6 +33,14 @@ class RemoteFile:
     size: int | None = None
     note: str = ""
     extracted: str | None = None  # staged-only: a folder that may stand in for the archive
+    # A .gz file: md5 of its decompressed content. A copy re-compressed by a mirror (other
+    # compressed bytes, same content) or the decompressed file itself is then accepted too.
+    content_md5: str | None = None
+
+    @property
+    def content_filename(self) -> str | None:
+        """The name the decompressed file may be staged under (``content_md5`` set only)."""
+        return self.filename.removesuffix(".gz") if self.content_md5 else None
 
 
 @dataclass(frozen=True)
@@ -130,10 +138,11 @@ def _idx_files(
     md5s: tuple[str, ...],
     sizes: tuple[int, ...],
     sha256s: tuple[str | None, ...] = (None,) * 4,
+    content_md5s: tuple[str | None, ...] = (None,) * 4,
 ) -> tuple[RemoteFile, ...]:
     return tuple(
-        RemoteFile(dataset, name, base + name, md5=m, sha256=s, size=n)
-        for name, m, s, n in zip(_IDX_NAMES, md5s, sha256s, sizes, strict=True)
+        RemoteFile(dataset, name, base + name, md5=m, sha256=s, size=n, content_md5=c)
+        for name, m, s, n, c in zip(_IDX_NAMES, md5s, sha256s, sizes, content_md5s, strict=True)
     )
 
 
@@ -295,6 +304,12 @@ _DATASETS: tuple[DatasetSpec, ...] = (
                 "ec29112dd5afa0611ce80d1b7f02629c",
             ),
             (9_912_422, 28_881, 1_648_877, 4_542),
+            content_md5s=(  # md5 of the decompressed files (same content from any mirror)
+                "6bbc9ace898e44ae57da46a324031adb",
+                "a25bea736e30d166cdddb491f175f624",
+                "2646ac647ad5339dbf082846283269ea",
+                "27ae3e4e09519cfbb04c329615203637",
+            ),
         ),
     ),
     DatasetSpec(
