@@ -25,6 +25,7 @@ rule all:
         [f for paper in PLAN.papers for f in paper_outputs(paper)],
         [f"{R}/partitions/{pid}.png" for pid in PLAN.partitions],
         rules.bench.input if SCALE == "mini" else [],
+        [f"{R}/tables/backbones/probe.html"] if PLAN.probes else [],
     localrule: True
 
 

@@ -26,10 +26,12 @@ def test_a_grid_may_run_its_own_seeds(plan):
     assert seeds == {0, 1} and sweep == {0}
 
 
-def test_pretraining_settings_per_backbone(plan):
+def test_pretraining_settings_per_backbone_and_probed_datasets(plan):
     assert plan.backbones["vit_tiny_mini"]["optimizer"] == "adam"
-    assert plan.backbones["resnet26_mini"].get("optimizer", "sgd") == "sgd"
     assert "per_backbone" not in plan.backbones["resnet26_mini"]
+    # each pretrained tiny backbone is probed on the analogs its runs use
+    assert plan.probes["resnet26_mini"] == ["cifar10", "fmnist", "svhn"]
+    assert plan.probes["vit_tiny_mini"] == ["cifar100", "domainnet", "tinyimagenet"]
 
 
 def test_parameters_item_lists_each_row_once_with_its_model(plan):

@@ -9,7 +9,7 @@ rule pretrain_backbone:
         f"{R}/benchmarks/backbones/{{backbone}}.tsv"
     conda:
         ENV
-    threads: 2
+    threads: 1
     resources:
         **resources("pretrain"),
         gpu=config["gpus_per_train"],
@@ -38,3 +38,46 @@ rule fetch_backbone:
     shell:
         "python {params.script} {wildcards.backbone} {output}"
         " --data-root {params.root} > {log} 2>&1"
+
+
+rule probe_backbone:
+    input:
+        unpack(probe_inputs),
+    output:
+        f"{R}/backbones/probe/{{backbone}}.json",
+    log:
+        f"{R}/logs/backbones/probe-{{backbone}}.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        **resources("pretrain"),
+    params:
+        script=cli_script("probe_backbone.py"),
+        data=probe_dirs,
+        device=DEVICE,
+    shell:
+        "python {params.script} --backbone {wildcards.backbone} --weights {input.weights}"
+        " --data {params.data:q} --out {output} --device {params.device}"
+        " --threads {threads} > {log} 2>&1"
+
+
+rule probe_table:
+    input:
+        [f"{R}/backbones/probe/{b}.json" for b in sorted(PLAN.probes)],
+    output:
+        md=f"{R}/tables/backbones/probe.md",
+        csv=f"{R}/tables/backbones/probe.csv",
+        tex=f"{R}/tables/backbones/probe.tex",
+        html=report(
+            f"{R}/tables/backbones/probe.html",
+            caption="../../report/probe.rst",
+            category="Backbones",
+        ),
+    log:
+        f"{R}/logs/backbones/probe-table.log",
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/probe_table.py"

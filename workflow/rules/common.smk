@@ -116,6 +116,20 @@ def pretrain_inputs(wildcards):
     return files
 
 
+def probe_inputs(wildcards):
+    """The pretrained weights and the train/test splits of every dataset its runs use."""
+    datasets = PLAN.probes[wildcards.backbone]
+    return {
+        "weights": backbone_file(wildcards.backbone),
+        "train": [split_files(d)["train"] for d in datasets],
+        "test": [split_files(d)["test"] for d in datasets],
+    }
+
+
+def probe_dirs(wildcards):
+    return [f"{R}/data/{d}" for d in PLAN.probes[wildcards.backbone]]
+
+
 def item_inputs(wildcards):
     """Exactly the result files the item's manifest names (any stage), and the reported
     numbers it shows (an edited transcription rebuilds the items that show it)."""

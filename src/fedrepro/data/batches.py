@@ -27,9 +27,33 @@ def to_input(
     x = images.permute(0, 3, 1, 2).float().div_(255.0)
     if x.shape[1] == 1 and channels == 3:
         x = x.expand(-1, 3, -1, -1)
+    return resize(x, size)
+
+
+def resize(x: torch.Tensor, size: int | None) -> torch.Tensor:
+    """Bilinear resize of a float B×C×H×W batch to size×size (None or same size: as is)."""
     if size is not None and x.shape[-1] != size:
         x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
     return x
+
+
+def channel_stats(images: torch.Tensor, chunk: int = 4096):
+    """Per-channel mean and std (population) of uint8 N×H×W×C images, in [0, 1], over every
+    pixel of every image: what Rebuffi's ``decathlon_mean_std.pickle`` holds per dataset.
+    Grey images give three equal values, as the pickle lists them (its MNIST, Omniglot).
+    Accumulated in float64 by chunks, so large splits need little extra memory."""
+    c = images.shape[-1]
+    total = torch.zeros(c, dtype=torch.float64, device=images.device)
+    squares = torch.zeros_like(total)
+    for part in images.split(chunk):
+        x = part.reshape(-1, c).to(torch.float64).div_(255.0)
+        total += x.sum(0)
+        squares += x.square().sum(0)
+    n = images.numel() // c
+    mean = total / n
+    std = (squares / n - mean.square()).clamp_min(0.0).sqrt()
+    mean, std = tuple(float(v) for v in mean), tuple(float(v) for v in std)
+    return (mean * 3, std * 3) if c == 1 else (mean, std)
 
 
 def normalize(x: torch.Tensor, mean=MEAN, std=STD) -> torch.Tensor:
@@ -45,13 +69,16 @@ def augment(
     crop_pad: int = 0,
     flip: bool = False,
     rotate: float = 0.0,
+    pad_mode: str = "zeros",
 ) -> torch.Tensor:
-    """Random crop with zero padding, horizontal flip and rotation, per sample, vectorised,
-    in torchvision's order (crop, flip, then ``RandomRotation(rotate)``). Each draws from
-    ``generator`` only when enabled, so a run without it gets the same numbers as before."""
+    """Random crop after padding (``zeros`` as torchvision's ``RandomCrop(padding=p)``, or
+    ``reflect`` as NIID-Bench's CIFAR-10 pipeline), horizontal flip and rotation, per sample,
+    vectorised, in torchvision's order (crop, flip, then ``RandomRotation(rotate)``). Each draws
+    from ``generator`` only when enabled, so a run without it gets the same numbers as before."""
     n, _, h, w = x.shape
     if crop_pad > 0:
-        padded = F.pad(x, (crop_pad,) * 4)
+        mode = {"zeros": "constant", "reflect": "reflect"}[pad_mode]
+        padded = F.pad(x, (crop_pad,) * 4, mode=mode)
         dy = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
         dx = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
         rows = (torch.arange(h, device=x.device)[None, :] + dy[:, None])[:, None, :, None]

@@ -476,7 +476,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
     # Mini-only: the synthetic source set that tiny backbones are pretrained on.
     DatasetSpec(
         name="pretrain_source",
-        classes=tuple(f"source_{i:02d}" for i in range(64)),
+        classes=tuple(f"source_{i:03d}" for i in range(128)),
         channels=3,
         image_size=32,
         splits=("train", "test"),

@@ -26,7 +26,7 @@ __all__ = ["synthesize"]
 
 _CHUNK = 1024  # images rendered per batch; fixed so output does not depend on memory
 _MAX_RENDER = 64
-_PRETRAIN_OBJECTS = 48  # pretrain_source: 48 object classes + 16 glyph classes
+_PRETRAIN_OBJECTS = 96  # pretrain_source: 96 object classes (24 groups of 4) + 32 glyph classes
 
 Renderer = Callable[[torch.Tensor, int, torch.Generator], torch.Tensor]
 
@@ -43,8 +43,9 @@ def _object_renderer(family: str, groups: list[int], shifted: bool = False) -> R
 
 
 def _pretrain_renderer() -> Renderer:
-    objects = _object_renderer("pretrain_source", list(range(_PRETRAIN_OBJECTS)))
-    glyphs = glyph_set("pretrain_source", 64 - _PRETRAIN_OBJECTS)
+    objects = _object_renderer("pretrain_source", [c // 4 for c in range(_PRETRAIN_OBJECTS)])
+    n_glyphs = get_dataset("pretrain_source").num_classes - _PRETRAIN_OBJECTS
+    glyphs = glyph_set("pretrain_source", n_glyphs)
 
     def render(labels: torch.Tensor, size: int, gen: torch.Generator) -> torch.Tensor:
         out = torch.empty(len(labels), 3, size, size)

@@ -65,6 +65,7 @@ class Plan:
     partitions: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, dict] = field(default_factory=dict)
     backbones: dict[str, dict] = field(default_factory=dict)
+    probes: dict[str, list[str]] = field(default_factory=dict)  # pretrained -> its datasets
     items: dict[str, dict] = field(default_factory=dict)  # "<paper>/<item>" -> manifest
     papers: dict[str, list[str]] = field(default_factory=dict)  # paper -> item names
     claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
@@ -266,6 +267,8 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
         plan.backbones.setdefault(backbone, {"mode": "pretrain" if pre else "fetch", **pre})
         if pre:
             plan.datasets.setdefault(pre["dataset"], pre.get("data", run["data"]))
+            probed = plan.probes.setdefault(backbone, [])
+            probed[:] = sorted({*probed, dataset})
     return run
 
 

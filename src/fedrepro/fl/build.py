@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from fedrepro.data.batches import MEAN, STD
+from fedrepro.data.batches import MEAN, STD, channel_stats
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
 from fedrepro.models.registry import BACKBONES, create_backbone
@@ -24,15 +24,35 @@ def pick_device(name: str = "auto", threads: int = 1) -> torch.device:
 Stats = tuple[tuple[float, ...], tuple[float, ...]]
 
 
-def input_stats(cfg: dict) -> Stats:
+def input_stats(cfg: dict, train_images: torch.Tensor | None = None) -> Stats:
     """The one place a run's input normalisation (mean, std per channel) is decided:
-    ``train.normalize`` where the paper's code normalises with the dataset's statistics (or
-    not at all), otherwise the statistics the backbone's weights were trained with."""
+    ``train.normalize`` where the paper's code normalises with fixed values (or not at all);
+    otherwise the backbone's convention: the statistics its weights were trained with, or,
+    for ``stats="dataset"`` backbones (Rebuffi's ResNet-26), the per-channel statistics of the
+    run's own training split, which is how Rebuffi's code normalises every dataset."""
     given = cfg.get("train", {}).get("normalize")
     if given is not None:
         return tuple(given["mean"]), tuple(given["std"])
     spec = BACKBONES.get(cfg["model"]["backbone"])
-    return (spec.mean, spec.std) if spec is not None else (MEAN, STD)
+    if spec is None:
+        return MEAN, STD
+    if spec.stats == "dataset":
+        if train_images is None:
+            raise ValueError(f"{cfg['model']['backbone']} normalises with its training split's "
+                             "statistics: pass the training images")  # fmt: skip
+        return channel_stats(train_images)
+    return spec.mean, spec.std
+
+
+def load_train_test(cfg: dict, data_dir: Path, device, img_size: int | None):
+    """A run's prepared train and test splits on the device, both normalised with the run's
+    ``input_stats`` (taken from the training split where the backbone asks for it)."""
+    data_dir = Path(data_dir)
+    split = load_split(data_dir / "train.safetensors", device=device)
+    stats = input_stats(cfg, split.images)
+    train = device_data(split, img_size, cfg.get("train"), stats)
+    test_split = load_split(data_dir / "test.safetensors", device=device)
+    return split, train, device_data(test_split, img_size, None, stats)
 
 
 def load_data(
@@ -44,18 +64,25 @@ def load_data(
 ):
     """A prepared split moved to the device once, wrapped with its input settings."""
     split: Split = load_split(path, device=device)
+    return split, device_data(split, img_size, train, stats)
+
+
+def device_data(split: Split, img_size: int | None, train: dict | None, stats: Stats):
+    """``split`` with its input settings: augmentation from ``train`` (None: no
+    augmentation, as for test data) and the normalisation ``stats``."""
     train = train or {}
-    data = DeviceData(
+    return DeviceData(
         split.images,
         split.labels,
         img_size=img_size,
         crop_pad=int(train.get("crop_pad", 0)),
+        pad_mode=str(train.get("pad_mode", "zeros")),
+        augment_at=str(train.get("augment_at", "input")),
         flip=bool(train.get("flip", False)),
         rotate=float(train.get("rotate", 0.0)),
         mean=tuple(stats[0]),
         std=tuple(stats[1]),
     )
-    return split, data
 
 
 def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | None, device):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedrepro.data.batches import MEAN, STD, augment, normalize, to_input
+from fedrepro.data.batches import MEAN, STD, augment, normalize, resize, to_input
 
 
 @dataclass
@@ -18,6 +18,8 @@ class DeviceData:
     img_size: int | None = None
     channels: int = 3
     crop_pad: int = 0
+    pad_mode: str = "zeros"  # zeros | reflect
+    augment_at: str = "input"  # input: after the resize to img_size; native: before it
     flip: bool = False
     rotate: float = 0.0  # degrees: RandomRotation(rotate)
     mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
@@ -31,9 +33,13 @@ class DeviceData:
         train: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs and labels for these indices; augmentation only when training."""
-        x = to_input(self.images[idx], self.img_size, self.channels)
-        if train and (self.crop_pad or self.flip or self.rotate):
-            x = augment(x, generator, self.crop_pad, self.flip, self.rotate)
+        augmenting = train and bool(self.crop_pad or self.flip or self.rotate)
+        native = augmenting and self.augment_at == "native"
+        x = to_input(self.images[idx], None if native else self.img_size, self.channels)
+        if augmenting:
+            x = augment(x, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode)
+        if native:
+            x = resize(x, self.img_size)
         if transform is not None:
             x = transform(x, generator)
         return normalize(x, self.mean, self.std), self.labels[idx]

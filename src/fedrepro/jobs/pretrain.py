@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from fedrepro.fl.build import build_model, load_data, pick_device
+from fedrepro.fl.build import build_model, load_train_test, pick_device
 from fedrepro.fl.local import predict, train_epochs
 from fedrepro.fl.sampling import derive_seed
 from fedrepro.models.weights import save_weights
@@ -28,8 +28,8 @@ def pretrain_backbone(
 ) -> float:
     """Train on `data_dir`'s train split; print progress; return test accuracy (%)."""
     dev = pick_device(device, threads)
-    split, train = load_data(Path(data_dir) / "train.safetensors", dev, None, cfg)
-    _, test = load_data(Path(data_dir) / "test.safetensors", dev, None)
+    run = {"model": {"backbone": backbone}, "train": cfg}
+    split, train, test = load_train_test(run, Path(data_dir), dev, None)
     model = build_model({"backbone": backbone}, len(split.classes), seed, None, dev)
     idx = torch.arange(len(train.labels), device=dev)
     gen = torch.Generator().manual_seed(derive_seed(seed, 0xBEEF))

@@ -16,7 +16,7 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.atomic import atomic_write, write_json
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
-from fedrepro.fl.build import build_model, input_stats, load_data, pick_device
+from fedrepro.fl.build import build_model, load_train_test, pick_device
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
@@ -87,11 +87,7 @@ def load_job(
     """Everything an engine run of ``cfg`` needs (training and adaptation alike)."""
     dev = pick_device(device, threads)
     img_size = cfg["model"].get("img_size")
-    stats = input_stats(cfg)
-    train_split, train = load_data(
-        Path(data_dir) / "train.safetensors", dev, img_size, cfg["train"], stats
-    )
-    _, test = load_data(Path(data_dir) / "test.safetensors", dev, img_size, None, stats)
+    train_split, train, test = load_train_test(cfg, data_dir, dev, img_size)
     part = json.loads(Path(partition).read_text())
     train.images = stylize_split(train.images, part)  # FedIns's γ; unchanged without styles
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)

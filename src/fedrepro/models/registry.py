@@ -43,7 +43,9 @@ class BackboneSpec:
     on synthetic data) or ``scratch`` (trained from random init, nothing to fetch). ``release`` is
     the original release file, accepted pre-staged under ``data_root/backbones/<name>/``;
     ``release_sha256`` its published sha256 or the prefix in its file name (torchvision style).
-    ``mean``/``std`` are the input normalisation the weights expect."""
+    ``mean``/``std`` are the input normalisation the weights expect; ``stats="dataset"``
+    instead normalises every dataset with its own training split's per-channel statistics
+    (``fedrepro.fl.build.input_stats``)."""
 
     family: str
     timm_id: str | None
@@ -55,6 +57,7 @@ class BackboneSpec:
     release_sha256: str | None = None
     mean: tuple[float, float, float] = HALF
     std: tuple[float, float, float] = HALF
+    stats: str = "weights"  # weights: mean/std above | dataset: each dataset's own
 
 
 _AUGREG = "https://storage.googleapis.com/vit_models/augreg/"
@@ -112,16 +115,16 @@ BACKBONES: dict[str, BackboneSpec] = {
     ),
     # Rebuffi's ImageNet ResNet-26 (residual_adapters README), on Google Drive only, with no
     # published checksum: our sha256 is recorded on first use. The release pickles the whole
-    # network; stage its ``state_dict()`` (our tensor names are Rebuffi's). Decathlon mean/std
-    # are per dataset in a pickle we do not have; ImageNet statistics stand in.
+    # network; stage its ``state_dict()`` (our tensor names are Rebuffi's). Rebuffi normalises
+    # every dataset with its own per-channel mean/std (decathlon_mean_std.pickle, keyed by
+    # dataset; `Rebuffi@5c51aa3:imdbfolder_coco.py`), so do we: stats="dataset".
     "resnet26": BackboneSpec(
         "resnet26",
         None,
         "resnet26_mini",
         72,
         "gdrive:16tPH7dsdV6YfA5xCeVn3dKFGegSZS8yb",
-        mean=IMAGENET_MEAN,
-        std=IMAGENET_STD,
+        stats="dataset",
     ),
     "cnn_simple": BackboneSpec("simple_cnn", None, "cnn_simple", 32, "scratch"),
     "cnn_fedicon": BackboneSpec("fedicon_cnn", None, "cnn_fedicon", 32, "scratch"),
@@ -150,6 +153,7 @@ BACKBONES: dict[str, BackboneSpec] = {
         32,
         "workflow",
         kwargs={"widths": (16, 32, 64), "depths": (1, 1, 1), "stem_width": 16},
+        stats="dataset",  # as its paper-scale sibling
     ),
     "resnet18_in_mini": BackboneSpec(
         "cifar_resnet",
