@@ -25,7 +25,7 @@ EXPECTED = {  # name: (classes, channels, native size, splits, domains)
     "office10": (10, 3, 256, ("train", "test"), 4),
     "cifar10c": (10, 3, 32, ("test",), 75),
     "cifar101": (10, 3, 32, ("test",), 0),
-    "pretrain_source": (64, 3, 32, ("train", "test"), 0),
+    "pretrain_source": (128, 3, 32, ("train", "test"), 0),
 }
 
 
