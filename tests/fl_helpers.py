@@ -63,3 +63,21 @@ def run(algorithm: dict, cfg=None, data=None, clients=None, model_seed=0, **kw):
     kw.setdefault("log", lambda _: None)
     state = run_rounds(cfg or train_cfg(), model, alg, data, data, clients, **kw)
     return state, alg, model
+
+
+class Killed(Exception):
+    """Stands for a job killed mid-run."""
+
+
+def run_killed_at(round_idx: int, algorithm: dict, cfg: dict, checkpoint) -> None:
+    """Run until the engine logs round ``round_idx``, then die as a killed job does."""
+
+    def die(msg: str) -> None:
+        if msg.startswith(f"round {round_idx}/"):
+            raise Killed
+
+    try:
+        run(algorithm, cfg, checkpoint=checkpoint, log=die)
+    except Killed:
+        return
+    raise AssertionError(f"the run never reached round {round_idx}")

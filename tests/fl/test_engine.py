@@ -8,24 +8,15 @@ import torch
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.fl.engine import run_rounds
 from fedrepro.fl.optim import lr_at
-from tests.fl_helpers import TinyNet, problem, run, train_cfg
-
-
-class Killed(Exception):
-    pass
+from tests.fl_helpers import TinyNet, problem, run, run_killed_at, train_cfg
 
 
 def test_resume_from_checkpoint_gives_identical_results(tmp_path):
     cfg = train_cfg(rounds=5, checkpoint_every=1)
     full, _, _ = run({"name": "scaffold"}, cfg)
 
-    def die_at_round_3(msg):
-        if msg.startswith("round 3/"):
-            raise Killed
-
     ckpt = tmp_path / "ckpt.pt"
-    with pytest.raises(Killed):
-        run({"name": "scaffold"}, cfg, checkpoint=ckpt, log=die_at_round_3)
+    run_killed_at(3, {"name": "scaffold"}, cfg, ckpt)
     assert ckpt.exists()
     resumed, _, _ = run({"name": "scaffold"}, cfg, checkpoint=ckpt, log=lambda _: None)
     for k in full.shared:

@@ -6,6 +6,7 @@ from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.feddc import FedDC
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
+from fedrepro.algorithms.fedpce import FedPCE
 from fedrepro.algorithms.fedprox import FedProx
 from fedrepro.algorithms.moon import Moon
 from fedrepro.algorithms.personalized import FedBN, FedPer, Local
@@ -14,7 +15,19 @@ from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
-    for cls in (FedAvg, FedProx, Scaffold, FedNova, FedBN, FedPer, Local, FedIns, Moon, FedDC)
+    for cls in (
+        FedAvg,
+        FedProx,
+        Scaffold,
+        FedNova,
+        FedBN,
+        FedPer,
+        Local,
+        FedIns,
+        Moon,
+        FedDC,
+        FedPCE,
+    )
 }
 
 

@@ -88,6 +88,11 @@ class Algorithm:
         self.shared_trainable = [k for k in self.trainable if k in shared]
         self.num_clients = num_clients
 
+    def initial_local(self, client: int, tensors: dict[str, torch.Tensor]) -> dict:
+        """Client ``client``'s local tensors before it first trains: by default the model's
+        initial ones (``tensors``), the same for every client."""
+        return tensors
+
     @property
     def personalized(self) -> bool:
         """Clients evaluate their own models when any tensor stays local."""

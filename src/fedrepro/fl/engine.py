@@ -21,7 +21,13 @@ from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.local import EVAL_BATCH, predict, train_epochs
-from fedrepro.fl.optim import lr_at
+from fedrepro.fl.optim import (
+    load_optimizer_state,
+    lr_at,
+    make_optimizer,
+    optimizer_state,
+    param_groups,
+)
 from fedrepro.fl.sampling import derive_seed, sample_clients
 from fedrepro.fl.tensors import all_finite, nbytes, put, take
 from fedrepro.fl.timing import NULL_CLOCK
@@ -64,6 +70,7 @@ class RunState:
     shared: dict = field(default_factory=dict)
     local: dict = field(default_factory=dict)  # client -> {key: tensor}
     history: list = field(default_factory=list)
+    optim: dict = field(default_factory=dict)  # client -> optimiser state (optimizer_state)
 
 
 def _generator(device, *parts: int) -> torch.Generator:
@@ -98,11 +105,18 @@ def run_rounds(
     state = RunState(shared=take(model, algorithm.shared))
     saved = load_checkpoint(checkpoint) if checkpoint else None
     if saved is not None:
-        state = RunState(saved["round"], saved["shared"], saved["local"], saved["history"])
+        state = RunState(
+            saved["round"],
+            saved["shared"],
+            saved["local"],
+            saved["history"],
+            saved.get("optim", {}),
+        )
         algorithm.load_state_dict(saved["algorithm"])
         log(f"resumed from round {state.round}")
     device = next(model.parameters()).device
     state.shared = {k: v.to(device) for k, v in state.shared.items()}
+    keep_optim = tcfg.get("optimizer_state", "fresh") == "client"
 
     for r in range(state.round + 1, rounds + 1):
         t0 = time.perf_counter()
@@ -114,7 +128,10 @@ def run_rounds(
         payloads: list[Payload] = []
         for pos, k in enumerate(picked):
             put(model, state.shared)
-            put(model, {n: t.to(device) for n, t in state.local.get(k, init_local).items()})
+            put(model, client_local(algorithm, state, k, init_local, device))
+            opt = make_optimizer(param_groups(model, tcfg, r), tcfg, lr)
+            if keep_optim and k in state.optim:
+                load_optimizer_state(opt, state.optim[k])
             ctx = ClientCtx(
                 k, model, state.shared, lr, float(tcfg.get("momentum", 0.0)), len(clients.train[k])
             )
@@ -133,7 +150,10 @@ def run_rounds(
                 lambda ctx=ctx: algorithm.correct_gradients(ctx),
                 partial(algorithm.objective, ctx),
                 clock,
+                opt,
             )
+            if keep_optim:
+                state.optim[k] = optimizer_state(opt)
             payloads.append(algorithm.client_end(ctx))
             if algorithm.local:
                 state.local[k] = take(model, algorithm.local)
@@ -185,8 +205,16 @@ def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> No
             "local": state.local,
             "history": state.history,
             "algorithm": algorithm.state_dict(),
+            "optim": state.optim,
         },
     )
+
+
+def client_local(algorithm: Algorithm, state: RunState, k: int, init_local: dict, device) -> dict:
+    """Client ``k``'s local tensors: its own once it has trained, else the algorithm's initial
+    ones for it (the model's, or per client as FedPCE's one-hot embeddings)."""
+    local = state.local[k] if k in state.local else algorithm.initial_local(k, init_local)
+    return {n: t.to(device) for n, t in local.items()}
 
 
 def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
@@ -207,7 +235,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
     else:
         for k, idx in enumerate(clients.test):
             if algorithm.personalized:
-                put(model, {n: t.to(device) for n, t in state.local.get(k, init_local).items()})
+                put(model, client_local(algorithm, state, k, init_local, device))
             gen = _generator(device, seed, r, k, 0xE7A1)
             per_client.append(predict(model, test, idx, gen, clients.transforms[k], **opts))
     n = sum(len(c) for c, _ in per_client)

@@ -40,8 +40,14 @@ def train_epochs(
     correct_gradients: Callable[[], None] | None = None,
     objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     clock=NULL_CLOCK,
+    optimizer: torch.optim.Optimizer | None = None,
 ) -> tuple[int, float]:
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
+
+    With ``train.local_steps`` the client instead takes exactly that many steps, starting a
+    new shuffled pass whenever one ends (FedPCE's 50 iterations between aggregations).
+    ``optimizer`` (default: a fresh one over the trainable parameters at ``lr``) is the
+    engine's when it keeps per-client state or parameter groups.
 
     ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``).
     A last batch of one sample is dropped (batch norm cannot train on it), every short last
@@ -54,17 +60,24 @@ def train_epochs(
         def objective(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             return F.cross_entropy(model(x), y)
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = make_optimizer(params, train, lr)
+    if optimizer is None:
+        optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], train, lr)
+    opt = optimizer
     bs = int(train["batch_size"])
     model.train()
     steps = 0
     loss_sum = torch.zeros((), dtype=torch.float64, device=idx.device)
     precision = train.get("precision", "fp32")
     drop_last = bool(train.get("drop_last", False))
-    for _ in range(epochs):
+    budget = train.get("local_steps")
+    can_step = len(idx) >= (bs if drop_last else 2)  # else a step budget would never be met
+    passes = 0
+    while (steps < budget and can_step) if budget is not None else passes < epochs:
+        passes += 1
         order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
         for start in range(0, len(order), bs):
+            if budget is not None and steps >= budget:
+                break
             b = order[start : start + bs]
             if len(b) < 2 or (drop_last and len(b) < bs):
                 continue

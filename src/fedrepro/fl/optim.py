@@ -35,11 +35,69 @@ def lr_at(train: dict, round_idx: int) -> float:
     )
 
 
-def make_optimizer(params: list[torch.nn.Parameter], train: dict, lr: float):
-    """A fresh optimiser per client per round, as the papers' FL loops do."""
+def group_lr(train: dict, group: dict, round_idx: int) -> float:
+    """The learning rate of one ``train.param_groups`` entry in round ``round_idx``: the run's
+    schedule with the group's own start (``lr``) and floor (``min_lr``, default the run's)."""
+    sched = dict(train.get("schedule") or {"kind": "constant"})
+    if "min_lr" in group:
+        sched["min_lr"] = group["min_lr"]
+    return lr_at({**train, "lr": group["lr"], "schedule": sched}, round_idx)
+
+
+def param_groups(model: torch.nn.Module, train: dict, round_idx: int) -> list:
+    """What a client's optimiser trains in round ``round_idx``: the trainable parameters,
+    split by ``train.param_groups`` (``[{match, lr, min_lr?}]``, the first entry whose
+    ``match`` prefixes a parameter's name takes it; FedPCE's MLP and embedding rates) with
+    the rest at the run's rate. Without groups, the plain parameter list."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    specs = train.get("param_groups") or []
+    if not specs:
+        return [p for _, p in named]
+    groups = [{"params": [], "lr": group_lr(train, g, round_idx)} for g in specs]
+    rest = {"params": [], "lr": lr_at(train, round_idx)}
+    for name, p in named:
+        hit = next((i for i, g in enumerate(specs) if name.startswith(g["match"])), None)
+        (rest if hit is None else groups[hit])["params"].append(p)
+    return [g for g in [*groups, rest] if g["params"]]
+
+
+def optimizer_state(opt: torch.optim.Optimizer) -> list[dict]:
+    """Per-parameter optimiser state (Adam's moments and step, momentum buffers), cloned, in
+    the order of the optimiser's parameters; learning rates are not part of it."""
+    params = [p for g in opt.param_groups for p in g["params"]]
+    return [{k: _copy(v) for k, v in opt.state[p].items()} for p in params]
+
+
+def load_optimizer_state(opt: torch.optim.Optimizer, saved: list[dict]) -> None:
+    """Restore ``optimizer_state`` into a new optimiser over the same parameters: moments on
+    the parameter's device, scalar steps where this optimiser keeps them (CPU unless fused)."""
+    params = [p for g in opt.param_groups for p in g["params"]]
+    if len(saved) != len(params):
+        raise ValueError(f"optimizer state for {len(saved)} tensors; optimiser has {len(params)}")
+    steps_on_device = bool(opt.defaults.get("fused") or opt.defaults.get("capturable"))
+    for p, state in zip(params, saved, strict=True):
+        if state:
+            opt.state[p] = {
+                k: _copy(v, p.device if steps_on_device or getattr(v, "ndim", 0) else "cpu")
+                for k, v in state.items()
+            }
+
+
+def _copy(v, device=None):
+    """A tensor copied (to ``device``); anything else (SGD's ``None`` buffer) as is."""
+    if not isinstance(v, torch.Tensor):
+        return v
+    return v.detach().to(device if device is not None else v.device, copy=True)
+
+
+def make_optimizer(params: list, train: dict, lr: float):
+    """A client's optimiser over ``params`` (tensors, or ``param_groups`` dicts with their own
+    ``lr``). The engine makes a fresh one per client per round, as the papers' FL loops do,
+    and restores a client's state into it where ``train.optimizer_state`` is ``client``."""
     name = train.get("optimizer", "sgd")
     wd = float(train.get("weight_decay", 0.0))
-    fused = bool(params) and params[0].is_cuda
+    first = params[0]["params"][0] if params and isinstance(params[0], dict) else None
+    fused = bool(params) and (first if first is not None else params[0]).is_cuda
     if name == "sgd":
         return torch.optim.SGD(
             params, lr=lr, momentum=float(train.get("momentum", 0.0)), weight_decay=wd, fused=fused

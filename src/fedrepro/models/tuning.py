@@ -5,7 +5,10 @@
 ``ssf`` adds scale-and-shift features to a frozen ViT (``models.ssf``); ``ssf_pool`` is FedIns's
 pool of SSF sets with keys and a frozen query copy (``models.ssf_pool``); ``vpt_deep`` /
 ``vpt_shallow`` add prompt tokens, ``vpt_pool`` a keyed pool of deep prompts (``models.vpt``).
-``model.tuning_options`` are passed on (``pool_size``, ``top_c``, ``scope``; ``num_prompts``).
+``pce`` generates every norm layer's scale and shift from a client embedding through global
+MLPs (FedPCE, ``models.pce``).
+``model.tuning_options`` are passed on (``pool_size``, ``top_c``, ``scope``; ``num_prompts``;
+``embed_dim``, ``hidden``).
 Trainable tensors are what the engine sends; frozen ones never move.
 """
 
@@ -19,6 +22,7 @@ from typing import Any
 from torch import nn
 
 from fedrepro.models.adapters import add_adapters
+from fedrepro.models.pce import add_client_embedding
 from fedrepro.models.ssf import add_ssf
 from fedrepro.models.ssf_pool import SSFPoolViT
 from fedrepro.models.vpt import PromptedViT
@@ -59,6 +63,7 @@ TUNINGS: dict[str, Tuning] = {
     "vpt_deep": Tuning(_vpt(True), frozenset({"num_prompts"})),
     "vpt_shallow": Tuning(_vpt(False), frozenset({"num_prompts"})),
     "vpt_pool": Tuning(_vpt_pool, frozenset({"num_prompts", "pool_size", "top_c"})),
+    "pce": Tuning(add_client_embedding, frozenset({"embed_dim", "hidden"})),
 }
 
 
