@@ -13,16 +13,19 @@ from fedrepro.data.prepared import Split, save_split
 from tests.workflow_helpers import REPO
 
 
-def toy_job(tmp: Path, rounds: int = 8, algorithm: str = "scaffold", **over) -> dict:
-    """Prepared splits, a 4-client Dirichlet partition and a run config under ``tmp``."""
+def toy_job(
+    tmp: Path, rounds: int = 8, algorithm: str = "scaffold", spec: dict | None = None, **over
+) -> dict:
+    """Prepared splits, a partition (default: 4-client Dirichlet) and a run config under
+    ``tmp``."""
     gen = torch.Generator().manual_seed(0)
     for split, n in (("train", 400), ("test", 200)):
         labels = torch.arange(n) % 4
         images = torch.rand(n, 12, 12, 3, generator=gen) * 120 + labels[:, None, None, None] * 40
         s = Split(images.to(torch.uint8), labels, None, ["a", "b", "c", "d"], [])
         save_split(tmp / "data" / f"{split}.safetensors", s, {"dataset": "toy", "split": split})
-    spec = {"scheme": "dirichlet", "variant": "niid", "beta": 0.5, "clients": 4,
-            "test_mode": "global"}  # fmt: skip
+    spec = spec or {"scheme": "dirichlet", "variant": "niid", "beta": 0.5, "clients": 4,
+                    "test_mode": "global"}  # fmt: skip
     partition_files(spec, tmp / "data/train.safetensors", tmp / "data/test.safetensors",
                     tmp / "part.json", seed=0)  # fmt: skip
     cfg = {

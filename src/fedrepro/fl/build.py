@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -53,6 +54,14 @@ def load_train_test(cfg: dict, data_dir: Path, device, img_size: int | None):
     train = device_data(split, img_size, cfg.get("train"), stats)
     test_split = load_split(data_dir / "test.safetensors", device=device)
     return split, train, device_data(test_split, img_size, None, stats)
+
+
+def pooled(train: DeviceData, test: DeviceData) -> tuple[DeviceData, DeviceData]:
+    """Both splits as one pool of images (train first), once with the training input settings
+    and once with the test ones; the tensors are shared, not copied twice."""
+    images = torch.cat([train.images, test.images])
+    labels = torch.cat([train.labels, test.labels])
+    return replace(train, images=images, labels=labels), replace(test, images=images, labels=labels)
 
 
 def load_data(

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
 from fedrepro.data.client_transforms import apply_transform
+from fedrepro.data.folds import kfold
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
@@ -32,6 +34,8 @@ from fedrepro.fl.sampling import derive_seed, sample_clients
 from fedrepro.fl.tensors import all_finite, nbytes, put, take
 from fedrepro.fl.timing import NULL_CLOCK
 
+COHORTS = ("all", "collaborative", "new")
+
 
 @dataclass
 class Clients:
@@ -42,16 +46,45 @@ class Clients:
     transforms: list[Callable | None]
 
     @classmethod
-    def from_partition(cls, partition: dict, num_test: int, device) -> Clients:
+    def from_partition(
+        cls,
+        partition: dict,
+        num_test: int,
+        device,
+        cohort: str = "all",
+        cv: dict | None = None,
+        num_train: int = 0,
+    ) -> Clients:
+        """The clients of ``cohort`` (``all``; FedPCE's ``collaborative`` or ``new`` ones).
+
+        With ``cv`` (``{"folds": K, "fold": k}``) each client's train and test shares are
+        pooled and cut into K folds (``fedrepro.data.folds``): the indices then point into the
+        pooled data, train split first (test index i is ``num_train + i``)."""
+        if cohort not in COHORTS:
+            raise ValueError(f"cohort: {cohort!r} (allowed: {', '.join(COHORTS)})")
         as_idx = partial(torch.as_tensor, dtype=torch.long, device=device)
         everything = torch.arange(num_test, device=device)
         glob = partition.get("test_mode") == "global"
+        if cv is not None and glob:
+            raise ValueError("cv: folds need each client's own test share (test_mode split)")
         train, test, transforms = [], [], []
         for c in partition["clients"]:
-            train.append(as_idx(c["train"]))
-            test.append(everything if glob else as_idx(c["test"]))
+            if cohort != "all" and bool(c.get("new", False)) != (cohort == "new"):
+                continue
+            if cv is None:
+                train.append(as_idx(c["train"]))
+                test.append(everything if glob else as_idx(c["test"]))
+            else:
+                pool = np.concatenate(
+                    [c["train"], np.asarray(c["test"], dtype=np.int64) + num_train]
+                )
+                fit, val = kfold(len(pool), int(cv["folds"]), int(cv["fold"]))
+                train.append(as_idx(pool[fit]))
+                test.append(as_idx(pool[val]))
             spec = c.get("transform")
             transforms.append(None if spec is None else partial(_transform, spec=spec))
+        if not train:
+            raise ValueError(f"cohort {cohort!r}: the partition has no such clients")
         return cls(train, test, transforms)
 
     def __len__(self) -> int:
@@ -129,9 +162,7 @@ def run_rounds(
         for pos, k in enumerate(picked):
             put(model, state.shared)
             put(model, client_local(algorithm, state, k, init_local, device))
-            opt = make_optimizer(param_groups(model, tcfg, r), tcfg, lr)
-            if keep_optim and k in state.optim:
-                load_optimizer_state(opt, state.optim[k])
+            opt = client_optimizer(model, tcfg, r, lr, state.optim.get(k) if keep_optim else None)
             ctx = ClientCtx(
                 k, model, state.shared, lr, float(tcfg.get("momentum", 0.0)), len(clients.train[k])
             )
@@ -152,7 +183,7 @@ def run_rounds(
                 clock,
                 opt,
             )
-            if keep_optim:
+            if keep_optim and opt is not None:
                 state.optim[k] = optimizer_state(opt)
             payloads.append(algorithm.client_end(ctx))
             if algorithm.local:
@@ -208,6 +239,18 @@ def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> No
             "optim": state.optim,
         },
     )
+
+
+def client_optimizer(model: nn.Module, tcfg: dict, r: int, lr: float, saved: list | None):
+    """Client's optimiser for round ``r`` (its kept state restored when given); None when
+    nothing trains (a client that is only evaluated, as FedAvg's in FedPCE's client training)."""
+    groups = param_groups(model, tcfg, r)
+    if not groups:
+        return None
+    opt = make_optimizer(groups, tcfg, lr)
+    if saved is not None:
+        load_optimizer_state(opt, saved)
+    return opt
 
 
 def client_local(algorithm: Algorithm, state: RunState, k: int, init_local: dict, device) -> dict:

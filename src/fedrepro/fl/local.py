@@ -61,7 +61,10 @@ def train_epochs(
             return F.cross_entropy(model(x), y)
 
     if optimizer is None:
-        optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], train, lr)
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params:
+            return 0, math.nan  # nothing trains: the client is only evaluated
+        optimizer = make_optimizer(params, train, lr)
     opt = optimizer
     bs = int(train["batch_size"])
     model.train()

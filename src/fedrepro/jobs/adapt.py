@@ -16,35 +16,50 @@ from safetensors.torch import load_file
 
 from fedrepro.atomic import write_json
 from fedrepro.fl.tensors import put
-from fedrepro.jobs.train import load_job, write_results
+from fedrepro.jobs.train import Job, load_job, write_results
 from fedrepro.tta import adapt_method
 
 
 def adapt_run(
+    adapt: dict, run_dir: Path, data_dir: Path, partition: Path, out_dir: Path, **where
+) -> dict:
+    """Adapt (or resume adapting) the run in ``run_dir`` as ``adapt`` (``{"method", ...}``);
+    ``where``: ``backbone``, ``device``, ``threads`` as ``prepare_adapt`` takes them."""
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    job, source = prepare_adapt(adapt, run_dir, data_dir, partition, **where)
+    write_json(out_dir / "config.json", {**source, "engine": job.cfg})
+    state = job.run(out_dir / "checkpoint.pt")
+    return write_results(out_dir, job, state, time.perf_counter() - t0, **source)
+
+
+def prepare_adapt(
     adapt: dict,
     run_dir: Path,
     data_dir: Path,
     partition: Path,
-    out_dir: Path,
     backbone: Path | None = None,
     device: str = "auto",
     threads: int = 1,
-) -> dict:
-    """Adapt (or resume adapting) the run in ``run_dir`` as ``adapt`` (``{"method", ...}``)."""
-    t0 = time.perf_counter()
-    run_dir, out_dir = Path(run_dir), Path(out_dir)
+) -> tuple[Job, dict]:
+    """The engine job of an adaptation, its model holding the trained run's tensors (and only
+    the method's trainable set left trainable), and the record of where it came from."""
+    run_dir = Path(run_dir)
     run_cfg = json.loads((run_dir / "config.json").read_text())
     method = adapt_method(adapt)
     cfg = method.run_config(run_cfg, adapt)
-    source = {"run": run_dir.name, "adapt": method.resolve(adapt)}
-    write_json(out_dir / "config.json", {**source, "engine": cfg})
     saved = load_file(run_dir / "state.safetensors")
-    if any(not k.startswith("global.") for k in saved):
+    if method.start == "global" and any(not k.startswith("global.") for k in saved):
         raise ValueError(
             f"adapt ({method.name}): run {run_dir.name} keeps client-local tensors "
             f"({run_cfg['algorithm']['name']}); {method.name} starts from a global model only"
         )
     job = load_job(cfg, data_dir, partition, backbone, device, threads)
-    put(job.model, {k.removeprefix("global."): v.to(job.device) for k, v in saved.items()})
-    state = job.run(out_dir / "checkpoint.pt")
-    return write_results(out_dir, job, state, time.perf_counter() - t0, **source)
+    for prefix in ("global.", "client0.") if method.start == "client0" else ("global.",):
+        start = {k.removeprefix(prefix): v for k, v in saved.items() if k.startswith(prefix)}
+        put(job.model, {k: v.to(job.device) for k, v in start.items()})
+    if method.trains is not None:
+        keep = method.trains(job.model, job.algorithm)
+        for name, p in job.model.named_parameters():
+            p.requires_grad_(name in keep)
+    return job, {"run": run_dir.name, "adapt": method.resolve(adapt)}

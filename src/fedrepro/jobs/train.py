@@ -16,7 +16,7 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.atomic import atomic_write, write_json
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
-from fedrepro.fl.build import build_model, load_train_test, pick_device
+from fedrepro.fl.build import build_model, load_train_test, pick_device, pooled
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
@@ -75,9 +75,16 @@ class Job:
     clients: Clients
     device: torch.device
 
-    def run(self, checkpoint: Path) -> RunState:
+    def run(self, checkpoint: Path | None, log=print) -> RunState:
         return run_rounds(
-            self.cfg, self.model, self.algorithm, self.train, self.test, self.clients, checkpoint
+            self.cfg,
+            self.model,
+            self.algorithm,
+            self.train,
+            self.test,
+            self.clients,
+            checkpoint,
+            log,
         )
 
 
@@ -92,7 +99,12 @@ def load_job(
     train.images = stylize_split(train.images, part)  # FedIns's γ; unchanged without styles
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
     algorithm = make_algorithm(cfg["algorithm"])
-    clients = Clients.from_partition(part, len(test.labels), dev)
+    num_train, num_test = len(train.labels), len(test.labels)
+    if cfg.get("cv") is not None:
+        train, test = pooled(train, test)  # folds cut each client's pooled images
+    clients = Clients.from_partition(
+        part, num_test, dev, cfg.get("cohort", "all"), cfg.get("cv"), num_train
+    )
     return Job(cfg, model, algorithm, train, test, clients, dev)
 
 

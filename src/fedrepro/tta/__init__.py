@@ -9,9 +9,10 @@ and evaluates exactly as training does. The experiment schema's ``adapt.method``
 
 from __future__ import annotations
 
+from fedrepro.tta.client_train import CLIENT_TRAIN
 from fedrepro.tta.finetune import FINETUNE, AdaptMethod
 
-ADAPT_METHODS: dict[str, AdaptMethod] = {m.name: m for m in (FINETUNE,)}
+ADAPT_METHODS: dict[str, AdaptMethod] = {m.name: m for m in (FINETUNE, CLIENT_TRAIN)}
 
 
 def adapt_method(adapt: dict) -> AdaptMethod:

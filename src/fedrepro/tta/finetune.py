@@ -22,6 +22,11 @@ class AdaptMethod:
     engine_config: Callable[[dict, dict], dict]  # (run config, resolved options) -> config
     # option -> default (None: taken from the trained run's ``train`` block)
     options: dict[str, Any] = field(default_factory=dict)
+    # "global": start from the run's global model and refuse runs with client-local tensors;
+    # "client0": global tensors plus the first client's local ones (FedPCE's client training)
+    start: str = "global"
+    # which tensors train, given the model and the engine's algorithm (None: the run's own)
+    trains: Callable[[Any, Any], set[str]] | None = None
 
     def resolve(self, adapt: dict) -> dict:
         """The adapt block with every option present (defaults filled in)."""
