@@ -107,3 +107,33 @@ def test_a_bad_adapt_block_names_the_key(tmp_path):
     (tmp_path / "config" / "experiments" / "baselines.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=r"adapt.*steps: unknown key"):
         build_plan({**CONFIG, "papers": ["baselines"]}, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def fedpce_plan():
+    return build_plan({**CONFIG, "papers": ["fedpce"]}, REPO)
+
+
+def test_fedpce_replicates_are_the_folds_of_one_partition(fedpce_plan):
+    runs = [r for r in fedpce_plan.runs.values() if r["dataset"] == "cifar10"]
+    assert {r["cv"]["fold"] for r in runs} == {0, 1}
+    assert all(r["cv"]["fold"] == r["seed"] and r["cv"]["folds"] == 5 for r in runs)
+    assert len({r["partition_id"] for r in runs}) == 1  # partition.seed fixes the partition
+    assert all(r["cohort"] == "collaborative" for r in runs)
+
+
+def test_fedpce_client_training_adapts_each_collaborative_run(fedpce_plan):
+    adapted = {a["run"] for a in fedpce_plan.adapts.values()}
+    assert adapted == set(fedpce_plan.runs)  # one client-training job per collaborative run
+    assert {a["adapt"]["method"] for a in fedpce_plan.adapts.values()} == {"client_train"}
+    aid = next(iter(fedpce_plan.adapts))
+    assert fedpce_plan.resources("adapt", aid)["runtime"] == 10  # 5 rounds: the floor
+
+
+def test_a_fold_outside_the_folds_is_refused(tmp_path):
+    doc = yaml.safe_load((REPO / "config/experiments/fedpce.yaml").read_text())
+    doc["scales"]["mini"]["seeds"] = [0, 5]
+    (tmp_path / "config" / "experiments").mkdir(parents=True)
+    (tmp_path / "config/experiments/fedpce.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="seed 5 is a fold of cv.folds 5"):
+        build_plan({**CONFIG, "papers": ["fedpce"]}, tmp_path)

@@ -70,11 +70,16 @@ def augment(
     flip: bool = False,
     rotate: float = 0.0,
     pad_mode: str = "zeros",
+    flip_p: float = 0.5,
+    rotate_p: float = 1.0,
+    erase: dict | None = None,
 ) -> torch.Tensor:
     """Random crop after padding (``zeros`` as torchvision's ``RandomCrop(padding=p)``, or
-    ``reflect`` as NIID-Bench's CIFAR-10 pipeline), horizontal flip and rotation, per sample,
-    vectorised, in torchvision's order (crop, flip, then ``RandomRotation(rotate)``). Each draws
-    from ``generator`` only when enabled, so a run without it gets the same numbers as before."""
+    ``reflect`` as NIID-Bench's CIFAR-10 pipeline), horizontal flip (with probability
+    ``flip_p``), rotation (``RandomRotation(rotate)``, applied with probability ``rotate_p``)
+    and random erasing (``erase``: ``{p, scale}``, see ``erase_boxes``), per sample,
+    vectorised, in torchvision's order. Each draws from ``generator`` only when enabled, so a
+    run without it gets the same numbers as before."""
     n, _, h, w = x.shape
     if crop_pad > 0:
         mode = {"zeros": "constant", "reflect": "reflect"}[pad_mode]
@@ -87,12 +92,53 @@ def augment(
         chans = torch.arange(x.shape[1], device=x.device)[None, :, None, None]
         x = padded[batch, chans, rows, cols]
     if flip:
-        mask = (torch.rand(n, generator=generator) < 0.5).to(x.device)
+        mask = (torch.rand(n, generator=generator) < flip_p).to(x.device)
         x = torch.where(mask[:, None, None, None], x.flip(3), x)
     if rotate > 0:
         angles = rotation_angles(n, generator, rotate).to(x.device)
+        if rotate_p < 1.0:
+            angles = angles * (torch.rand(n, generator=generator) < rotate_p).to(x.device)
         x = rotate_images(x, angles)
+    if erase is not None:
+        x = x * ~erase_boxes(n, h, w, generator, **erase).to(x.device)[:, None]
     return x
+
+
+ERASE_TRIES = 10  # torchvision's RandomErasing tries 10 boxes, else leaves the image
+
+
+def erase_boxes(
+    n: int,
+    h: int,
+    w: int,
+    generator: torch.Generator,
+    p: float = 0.5,
+    scale: tuple[float, float] = (0.02, 0.33),
+    ratio: tuple[float, float] = (0.3, 3.3),
+) -> torch.Tensor:
+    """N×H×W masks of the boxes torchvision's ``RandomErasing(p, scale, ratio, value=0)``
+    erases: with probability ``p`` a box of area U(scale)·H·W and log-uniform aspect ratio,
+    the first of 10 tries that fits, at a uniform position (all False where none fits)."""
+    area = (
+        h * w * (scale[0] + (scale[1] - scale[0]) * torch.rand(n, ERASE_TRIES, generator=generator))
+    )
+    log_r = math.log(ratio[0]) + (math.log(ratio[1]) - math.log(ratio[0])) * torch.rand(
+        n, ERASE_TRIES, generator=generator
+    )
+    bh = (area * log_r.exp()).sqrt().round().long()
+    bw = (area / log_r.exp()).sqrt().round().long()
+    fits = (bh < h) & (bw < w)
+    first = torch.where(fits.any(1), fits.float().argmax(1), torch.zeros(n, dtype=torch.long))
+    rows = torch.arange(n)
+    bh, bw = bh[rows, first], bw[rows, first]
+    use = fits.any(1) & (torch.rand(n, generator=generator) < p)
+    top = (torch.rand(n, generator=generator) * (h - bh + 1).clamp(min=1)).floor().long()
+    left = (torch.rand(n, generator=generator) * (w - bw + 1).clamp(min=1)).floor().long()
+    ys = torch.arange(h)[None, :]
+    xs = torch.arange(w)[None, :]
+    in_rows = (ys >= top[:, None]) & (ys < (top + bh)[:, None])
+    in_cols = (xs >= left[:, None]) & (xs < (left + bw)[:, None])
+    return use[:, None, None] & in_rows[:, :, None] & in_cols[:, None, :]
 
 
 def rotation_angles(n: int, generator: torch.Generator, degrees: float) -> torch.Tensor:

@@ -79,8 +79,9 @@ class Plan:
         run = None
         if stage == "train":
             run = self.runs[key]
-        elif stage == "adapt":  # one local epoch per round
-            run = {"train": {"rounds": self.adapts[key]["adapt"].get("epochs", 1)}}
+        elif stage == "adapt":  # one local epoch (finetune) or step budget (client_train) a round
+            adapt = self.adapts[key]["adapt"]
+            run = {"train": {"rounds": adapt.get("epochs", adapt.get("rounds", 1))}}
         return {k: v * attempt for k, v in job_resources(self.scale_cfg, stage, run).items()}
 
 
@@ -241,7 +242,16 @@ def _selected(labels: dict, where: dict | None) -> bool:
 
 
 def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) -> dict:
+    """One run of a grid point at replicate ``seed``. The partition is drawn with ``seed``
+    unless the config fixes ``partition.seed``; a ``cv`` block without ``fold`` takes the
+    replicate as its fold (FedPCE: one partition, seeds 0–4 are its five folds)."""
     run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
+    if "cv" in run and "fold" not in run["cv"]:
+        run["cv"] = {**run["cv"], "fold": seed}
+        if seed >= run["cv"]["folds"]:
+            raise ConfigError(
+                f"experiments/{paper}: seed {seed} is a fold of cv.folds {run['cv']['folds']}"
+            )
     where = f"experiments/{paper} run"
     validate({"data": {}, "partition_id": "", **run}, "run", where)  # before any lookup
     dataset = run["dataset"]
@@ -254,12 +264,13 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
         if backbone not in mapping:
             raise ConfigError(f"scales.mini.backbones: no tiny sibling for {backbone!r}")
         run["model"]["backbone"] = backbone = mapping[backbone]
-    part = {**run["partition"], "seed": seed}
+    part = {"seed": seed, **run["partition"]}
     pid_body = {"dataset": dataset, "data": run["data"], "partition": part}
-    pid = f"{dataset}-{part['scheme']}-k{part['clients']}-s{seed}-{digest(pid_body, 8)}"
+    pseed = part["seed"]
+    pid = f"{dataset}-{part['scheme']}-k{part['clients']}-s{pseed}-{digest(pid_body, 8)}"
     run["partition_id"] = pid
     validate(run, "run", where)
-    plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": seed})
+    plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": pseed})
     plan.datasets.setdefault(dataset, run["data"])
     if run["model"].get("pretrained", True):
         pre = dict(scale_cfg.get("pretrain", {}))

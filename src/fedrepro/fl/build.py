@@ -89,6 +89,9 @@ def device_data(split: Split, img_size: int | None, train: dict | None, stats: S
         augment_at=str(train.get("augment_at", "input")),
         flip=bool(train.get("flip", False)),
         rotate=float(train.get("rotate", 0.0)),
+        flip_p=float(train.get("flip_p", 0.5)),
+        rotate_p=float(train.get("rotate_p", 1.0)),
+        erase=train.get("erase"),
         mean=tuple(stats[0]),
         std=tuple(stats[1]),
     )

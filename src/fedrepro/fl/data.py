@@ -22,6 +22,9 @@ class DeviceData:
     augment_at: str = "input"  # input: after the resize to img_size; native: before it
     flip: bool = False
     rotate: float = 0.0  # degrees: RandomRotation(rotate)
+    flip_p: float = 0.5  # probability of the horizontal flip
+    rotate_p: float = 1.0  # probability of the rotation (FedPCE: 0.25)
+    erase: dict | None = None  # RandomErasing {p, scale}: fedrepro.data.batches.erase_boxes
     mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
     std: tuple[float, ...] = STD
 
@@ -33,11 +36,21 @@ class DeviceData:
         train: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs and labels for these indices; augmentation only when training."""
-        augmenting = train and bool(self.crop_pad or self.flip or self.rotate)
+        augmenting = train and bool(self.crop_pad or self.flip or self.rotate or self.erase)
         native = augmenting and self.augment_at == "native"
         x = to_input(self.images[idx], None if native else self.img_size, self.channels)
         if augmenting:
-            x = augment(x, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode)
+            x = augment(
+                x,
+                generator,
+                self.crop_pad,
+                self.flip,
+                self.rotate,
+                self.pad_mode,
+                self.flip_p,
+                self.rotate_p,
+                self.erase,
+            )
         if native:
             x = resize(x, self.img_size)
         if transform is not None:

@@ -129,6 +129,15 @@ BACKBONES: dict[str, BackboneSpec] = {
     "cnn_simple": BackboneSpec("simple_cnn", None, "cnn_simple", 32, "scratch"),
     "cnn_fedicon": BackboneSpec("fedicon_cnn", None, "cnn_fedicon", 32, "scratch"),
     "resnet18_in": BackboneSpec("cifar_resnet", None, "resnet18_in_mini", 32, "scratch"),
+    # FedPCE(62) (FedPCE §4.3): the same network with widths 62/124/248/496
+    "resnet18_in62": BackboneSpec(
+        "cifar_resnet",
+        None,
+        "resnet18_in62_mini",
+        32,
+        "scratch",
+        kwargs={"widths": (62, 124, 248, 496)},
+    ),
     # --- mini scale: same families, same code paths ------------------------------------------
     "vit_tiny_mini": BackboneSpec(
         "vit",
@@ -162,6 +171,14 @@ BACKBONES: dict[str, BackboneSpec] = {
         32,
         "scratch",
         kwargs={"widths": (16, 32, 64, 128), "depths": (1, 1, 1, 1)},
+    ),
+    "resnet18_in62_mini": BackboneSpec(  # the 62/64 narrowing of its paper sibling, rounded
+        "cifar_resnet",
+        None,
+        "resnet18_in62_mini",
+        32,
+        "scratch",
+        kwargs={"widths": (15, 31, 62, 124), "depths": (1, 1, 1, 1)},
     ),
 }
 
