@@ -53,6 +53,8 @@ def test_fedpce_has_three_groups_of_2m_clients() -> None:
     clients = fedpce()["clients"]
     kinds = [c["transform"]["kind"] if c["transform"] else None for c in clients]
     assert kinds == ["fedpce_noise"] * 4 + ["color_jitter"] * 4 + [None] * 4
+    groups = [c["group"] for c in clients]  # what Table 2 reports each client under
+    assert groups == ["Gaussian noise"] * 4 + ["ColorJitter"] * 4 + ["Class imbalance"] * 4
     variances = [c["transform"]["var"] for c in clients[:4]]
     assert variances == pytest.approx(np.linspace(0.005, 1.0, 4).tolist())
     train = [np.asarray(c["train"]) for c in clients]

@@ -66,3 +66,24 @@ def test_pooled_data_shares_one_image_tensor_train_first():
     tr, te = pooled(train, test)
     assert tr.images is te.images and len(tr.labels) == 17 and int(tr.labels[12]) == 1
     assert tr.flip and not te.flip  # augmentation only where training reads
+
+
+def test_accuracy_is_pooled_per_group():
+    from fedrepro.fl.engine import group_accuracy
+
+    correct = [torch.tensor([True, False]), torch.tensor([True, True, True]), torch.tensor([False])]
+    groups = ["noise", "jitter", "noise"]
+    assert group_accuracy(correct, groups) == {"noise": 100 / 3, "jitter": 100.0}
+    clients = Clients.from_partition(
+        {"clients": [{**c, "group": g} for c, g in zip(PART["clients"], "abc", strict=True)]},
+        5,
+        "cpu",
+    )
+    assert clients.groups == ["a", "b", "c"]
+
+
+def test_images_keeps_the_first_training_images_of_each_client():
+    c = Clients.from_partition(PART, 5, "cpu", cv={"folds": 2, "fold": 0}, num_train=12, images=2)
+    full = Clients.from_partition(PART, 5, "cpu", cv={"folds": 2, "fold": 0}, num_train=12)
+    assert [t.tolist() for t in c.train] == [t[:2].tolist() for t in full.train]
+    assert [t.tolist() for t in c.test] == [t.tolist() for t in full.test]  # validation kept

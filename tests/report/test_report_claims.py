@@ -280,3 +280,20 @@ def test_settle_round_from_history(tmp_path: Path) -> None:
     assert holds(frame, "first") == (None, True)
     with pytest.raises(ValueError, match="'metric'"):
         evaluate_claims([{**claims[0], "metric": "settle_round(acc_mean)"}], {"f": manifest}, None)
+
+
+def test_claims_read_per_group_cells_as_the_items_table_does(tmp_path: Path) -> None:
+    from tests.report.test_report_results import with_files, write_run
+
+    runs = []
+    for method, noisy in (("FedPCE", 50.0), ("FedBN", 40.0)):
+        groups = {"Gaussian noise": noisy, "ColorJitter": 60.0}
+        write_run(tmp_path, method, 55.0, extra={"best_acc_per_group": groups})
+        runs.append({"id": method, "labels": {"method": method, "seed": 0}})
+    spec = {"metric": "best_acc_per_group", "per_client": "degradation"}
+    manifest = with_files({"item": "t2", "spec": spec, "runs": runs}, tmp_path)
+    claim = {"id": "noisy", "text": "FedPCE best under noise", "kind": "rank", "item": "t2",
+             "select": {"method": "FedPCE"},
+             "among": {"degradation": "Gaussian noise"}}  # fmt: skip
+    frame = evaluate_claims([claim], {"t2": manifest}, None).set_index("claim")
+    assert holds(frame, "noisy") == (None, True)

@@ -146,6 +146,10 @@ def test_sweep_places_numeric_labels_at_their_values(tmp_path: Path) -> None:
     lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
     assert list(lines["FedIns"].get_xdata()) == [0.1, 1.0, 5.0]
     assert list(lines["FedIns"].get_ydata()) == pytest.approx([60.1, 61.0, 65.0])
+    assert fig.axes[0].get_xscale() == "linear"
+    plt.close(fig)
+    fig = plot_sweep(with_files({**manifest, "spec": {**spec, "xscale": "log"}}, runs))
+    assert fig.axes[0].get_xscale() == "log"  # values spanning decades
     plt.close(fig)
     # the paper's printed values (a text gives a few) go on their own axis at mini scale
     (tmp_path / "rep.csv").write_text(

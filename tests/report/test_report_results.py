@@ -184,6 +184,15 @@ def test_per_client_rows_explode_a_list_metric(tmp_path: Path) -> None:
     assert frame["present"].tolist() == [True, True, True, False]
 
 
+def test_per_group_rows_explode_a_mapping_metric(tmp_path: Path) -> None:
+    groups = {"Gaussian noise": 40.0, "ColorJitter": 55.0}
+    write_run(tmp_path, "a", 50.0, extra={"best_acc_per_group": groups})
+    manifest = {"runs": [{"id": "a", "labels": {"method": "FedPCE", "seed": 0}}]}
+    frame = results.runs_frame(with_files(manifest, tmp_path), "best_acc_per_group", "deg")
+    assert frame["deg"].tolist() == ["Gaussian noise", "ColorJitter"]
+    assert frame["value"].tolist() == [40.0, 55.0]
+
+
 def test_result_files_are_every_file_a_manifest_names() -> None:
     manifest = {
         "runs": [{"id": "r", "files": {"metrics": "m.json", "history": "h.csv"}}],

@@ -98,3 +98,5 @@ def test_engine_config_takes_the_new_cohort_and_the_runs_fold():
     assert out["cohort"] == "new" and out["cv"] == {"folds": 5, "fold": 3}
     assert out["train"]["rounds"] == 3 and out["train"]["param_groups"] == ADAPT["param_groups"]
     assert out["algorithm"] == {"name": "fedpce"} and run["train"]["rounds"] == 1000
+    assert "images" not in out
+    assert adapt_method(ADAPT).run_config(run, {**ADAPT, "images": 8})["images"] == 8

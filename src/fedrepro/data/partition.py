@@ -286,6 +286,7 @@ def _to_json_dict(
             "domain": client.domain,
             "new": bool(client.new),
             **({} if client.style is None else {"style": client.style.tolist()}),
+            **({} if client.group is None else {"group": client.group}),
         }
         for client, test in zip(clients, tests, strict=True)
     ]

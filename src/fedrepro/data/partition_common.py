@@ -41,6 +41,7 @@ class ClientPart:
     domain: str | None = None
     new: bool = False
     style: np.ndarray | None = None  # per training image, 0 = unchanged (data.styles)
+    group: str | None = None  # what the paper reports the client under (FedPCE: degradation)
 
 
 class Params:

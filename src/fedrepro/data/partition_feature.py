@@ -21,6 +21,9 @@ from fedrepro.data.partition_common import (
     stratified_split,
 )
 
+# FedPCE's degradation groups, as its Table 2 names them
+NOISE, JITTER, IMBALANCE = "Gaussian noise", "ColorJitter", "Class imbalance"
+
 
 def feature_noise(p: Params, data: PartitionData, rng: np.random.Generator) -> list[ClientPart]:
     """Gau(σ) (Elvebakken et al. §IV; docs/methods/adapters.md): IID equal split; client i
@@ -70,7 +73,7 @@ def fedpce_degradation(
     noise_test = stratified_split(test_thirds[0], data.test_labels, per_group, rng)
     for j in range(per_group):
         transform = {"kind": "fedpce_noise", "var": float(variances[j])}
-        clients.append(ClientPart(noise_train[j], noise_test[j], transform))
+        clients.append(ClientPart(noise_train[j], noise_test[j], transform, group=NOISE))
 
     factors = {
         "brightness": np.linspace(0.5, 1.5, per_group),
@@ -84,7 +87,7 @@ def fedpce_degradation(
     for j in range(per_group):
         transform = {"kind": "color_jitter"}
         transform |= {name: float(values[perms[name][j]]) for name, values in factors.items()}
-        clients.append(ClientPart(jitter_train[j], jitter_test[j], transform))
+        clients.append(ClientPart(jitter_train[j], jitter_test[j], transform, group=JITTER))
 
     alphas = np.logspace(-1, 1, m)
     subsets_train = stratified_split(train_thirds[2], data.train_labels, m, rng)
@@ -105,7 +108,9 @@ def fedpce_degradation(
             test_pools=test_pools,
         )
         tests = test if test is not None else [np.zeros(0, dtype=np.int64)] * 2
-        clients.extend(ClientPart(tr, te) for tr, te in zip(train, tests, strict=True))
+        clients.extend(
+            ClientPart(tr, te, group=IMBALANCE) for tr, te in zip(train, tests, strict=True)
+        )
 
     mark_new_clients(clients, per_group, new_fraction, rng)
     return clients

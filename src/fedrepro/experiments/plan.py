@@ -229,7 +229,13 @@ def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
     if spec["kind"] == "payload":
         job["algorithm"] = spec.get("algorithm", "fedavg")
     else:
-        job["configs"] = configs
+        backbones = spec.get("row_backbones", {})  # a row on another paper-scale backbone
+        job["configs"] = [
+            {**c, "backbone": backbones[c["label"]]} if c["label"] in backbones else c
+            for c in configs
+        ]
+        if "quantities" in spec:
+            job["quantities"] = list(spec["quantities"])
     sid = structure_id(job)
     plan.structures.setdefault(sid, job)
     return {"id": sid, "file": plan.path(f"structure/{sid}.json")}

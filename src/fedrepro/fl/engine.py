@@ -44,6 +44,7 @@ class Clients:
     train: list[torch.Tensor]
     test: list[torch.Tensor]
     transforms: list[Callable | None]
+    groups: list[str | None] = field(default_factory=list)  # per client: reported under
 
     @classmethod
     def from_partition(
@@ -54,12 +55,14 @@ class Clients:
         cohort: str = "all",
         cv: dict | None = None,
         num_train: int = 0,
+        images: int | None = None,
     ) -> Clients:
         """The clients of ``cohort`` (``all``; FedPCE's ``collaborative`` or ``new`` ones).
 
         With ``cv`` (``{"folds": K, "fold": k}``) each client's train and test shares are
         pooled and cut into K folds (``fedrepro.data.folds``): the indices then point into the
-        pooled data, train split first (test index i is ``num_train + i``)."""
+        pooled data, train split first (test index i is ``num_train + i``). ``images`` keeps
+        the first that many of each client's training images (FedPCE's Fig. 4)."""
         if cohort not in COHORTS:
             raise ValueError(f"cohort: {cohort!r} (allowed: {', '.join(COHORTS)})")
         as_idx = partial(torch.as_tensor, dtype=torch.long, device=device)
@@ -67,7 +70,7 @@ class Clients:
         glob = partition.get("test_mode") == "global"
         if cv is not None and glob:
             raise ValueError("cv: folds need each client's own test share (test_mode split)")
-        train, test, transforms = [], [], []
+        train, test, transforms, groups = [], [], [], []
         for c in partition["clients"]:
             if cohort != "all" and bool(c.get("new", False)) != (cohort == "new"):
                 continue
@@ -83,9 +86,12 @@ class Clients:
                 test.append(as_idx(pool[val]))
             spec = c.get("transform")
             transforms.append(None if spec is None else partial(_transform, spec=spec))
+            groups.append(c.get("group"))
         if not train:
             raise ValueError(f"cohort {cohort!r}: the partition has no such clients")
-        return cls(train, test, transforms)
+        if images is not None:
+            train = [t[:images] for t in train]
+        return cls(train, test, transforms, groups)
 
     def __len__(self) -> int:
         return len(self.train)
@@ -285,9 +291,23 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
     hits = sum(float(c.sum()) for c, _ in per_client)
     loss = sum(float(losses.sum()) for _, losses in per_client)
     accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
-    return {
+    row = {
         "acc": 100.0 * hits / max(n, 1),
         "acc_mean": sum(accs) / max(len(accs), 1),
         "loss": loss / max(n, 1),
         "acc_per_client": accs,
     }
+    if any(g is not None for g in clients.groups):
+        row["acc_per_group"] = group_accuracy([c for c, _ in per_client], clients.groups)
+    return row
+
+
+def group_accuracy(correct: list[torch.Tensor], groups: list[str | None]) -> dict[str, float]:
+    """Accuracy pooled over the clients of each group (FedPCE's Table 2: per degradation)."""
+    hits: dict[str, float] = {}
+    total: dict[str, int] = {}
+    for c, g in zip(correct, groups, strict=True):
+        if g is not None:
+            hits[g] = hits.get(g, 0.0) + float(c.sum())
+            total[g] = total.get(g, 0) + len(c)
+    return {g: 100.0 * hits[g] / max(total[g], 1) for g in hits}

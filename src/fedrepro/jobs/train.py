@@ -103,7 +103,7 @@ def load_job(
     if cfg.get("cv") is not None:
         train, test = pooled(train, test)  # folds cut each client's pooled images
     clients = Clients.from_partition(
-        part, num_test, dev, cfg.get("cohort", "all"), cfg.get("cv"), num_train
+        part, num_test, dev, cfg.get("cohort", "all"), cfg.get("cv"), num_train, cfg.get("images")
     )
     return Job(cfg, model, algorithm, train, test, clients, dev)
 
@@ -149,6 +149,7 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         "final_loss": last["loss"],
         "best_acc": best["acc"],
         "best_round": best["round"],
+        **({"best_acc_per_group": best["acc_per_group"]} if "acc_per_group" in best else {}),
         # FedIns's "Best Acc": the best round of the mean over clients (DomainNet: per domain)
         "best_acc_mean": max(r["acc_mean"] for r in evaluated),
         "rounds": len(rows),

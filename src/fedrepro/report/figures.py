@@ -359,6 +359,8 @@ def plot_sweep(manifest: dict[str, Any]) -> plt.Figure:
                 paper_ax.plot(px, py, "D", mfc="none", color=color, ms=6)
         if not numeric:
             ax.set_xticks(xs, [str(v) for v in x_values], fontsize=7)
+        elif spec.get("xscale") == "log":  # values spanning decades (FedPCE Fig. 4: 2–1,600)
+            ax.set_xscale("log")
         ax.set_xlabel(spec.get("xlabel", x_label[0]))
         ax.set_ylabel(metric_name(metric, spec.get("ylabel")))
         ax.set_title(_key_text(key) if key else "", fontsize=9)

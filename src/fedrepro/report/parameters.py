@@ -33,8 +33,45 @@ from fedrepro.report.tables import header_rows, row_entries, write_table
 
 __all__ = ["make_parameter_table", "printed_convention"]
 
-QUANTITIES = ("com_cost", "new_params")
-HEADINGS = {"com_cost": "# Com.cost", "new_params": "#New.Param."}
+# quantity -> (the paper's heading, exact-count columns [(name, count key)], caption words)
+COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
+    "com_cost": (
+        "# Com.cost",
+        [("sent scalars", "com_cost"), ("aux. sent", "aux")],
+        "Sent scalars: model tensors one client sends per round and direction, as the engine "
+        "sends them; aux.: the algorithm's extra tensors (control variates), which the "
+        "paper's # Com.cost leaves out. ",
+    ),
+    "new_params": (
+        "#New.Param.",
+        [("new scalars", "new_params")],
+        "New scalars: what a deployed model keeps beyond the pretrained backbone and its "
+        "classifier(s): SSF merges into the weights (0); prompts, SSF pools and keys stay. ",
+    ),
+    "total": (
+        "# params, collaborative",
+        [("parameters", "total")],
+        "Parameters: every scalar of the model, all trained in collaborative training. ",
+    ),
+    "local": (
+        "# params, client training",
+        [("client-local", "local")],
+        "Client-local: the parameters a client keeps to itself, the ones client training "
+        "trains (FedAvg and FedProx keep none). ",
+    ),
+}
+DEFAULT_SHOWN = ("com_cost", "new_params")
+SCALES = {"": 1.0, "K": 1e3, "M": 1e6}
+HEADINGS = {q: c[0] for q, c in COLUMNS.items()}
+
+
+def printed_number(printed: str, unit: str) -> tuple[str, float]:
+    """The number of a printed value and its scale: "5.1K" → ("5.1", 1e3); without a suffix
+    the item's ``unit`` (``M``: FedIns prints millions bare; ``printed``: plain scalars)."""
+    suffix = printed[-1:] if printed[-1:] in ("K", "M") else ""
+    if suffix:
+        return printed[:-1], SCALES[suffix]
+    return printed, SCALES["M"] if unit == "M" else 1.0
 
 
 def printed_convention(value_m: float, printed: str) -> str:
@@ -60,17 +97,24 @@ def _reported(path: str | Path | None) -> dict[tuple[str, str, str], str]:
 def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
     """One row per configured method: counts (from the structure job), the paper's value,
     match and convention."""
-    paper = _reported(manifest.get("spec", {}).get("reported"))
+    spec = manifest.get("spec", {})
+    paper = _reported(spec.get("reported"))
+    unit = spec.get("unit", "M")
     records = []
     for counts in structure_frame(manifest["structure"]["file"]).to_dict("records"):
         record = dict(counts)
-        for q in QUANTITIES:
+        for q in spec.get("quantities", DEFAULT_SHOWN):
             printed = paper.get((counts["row"], counts["label"], q), "")
-            value = counts[q] / 1e6
-            record[f"{q}_M"] = value
+            number, scale = printed_number(printed, unit) if printed else ("", SCALES["M"])
+            if not printed and unit == "printed":
+                scale = 1.0
+            value = counts[q] / scale
+            record[f"{q}_M"] = value  # in the printed unit (M unless the paper says K or none)
+            if unit == "printed":  # the unit differs from cell to cell
+                record[f"{q}_unit"] = {v: k for k, v in SCALES.items()}[scale]
             record[f"{q}_paper"] = printed
-            record[f"{q}_matches"] = matches_printed(value, printed) if printed else None
-            record[f"{q}_convention"] = printed_convention(value, printed) if printed else ""
+            record[f"{q}_matches"] = matches_printed(value, number) if printed else None
+            record[f"{q}_convention"] = printed_convention(value, number) if printed else ""
         records.append(record)
     return pd.DataFrame(records)
 
@@ -79,12 +123,18 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     """Write the parameters item (md, tex, html, csv) from its structure job's counts."""
     spec = manifest.get("spec", {})
     frame = measure_parameters(manifest)
-    columns = ["sent scalars", "aux. sent", "# Com.cost (M)", "new scalars", "#New.Param. (M)"]
+    shown = spec.get("quantities", DEFAULT_SHOWN)
+    unit = "(M)" if spec.get("unit", "M") == "M" else "(as printed)"
+    columns = [
+        name for q in shown for name in [*(c for c, _ in COLUMNS[q][1]), f"{HEADINGS[q]} {unit}"]
+    ]
     rows = []
     for r in frame.to_dict("records"):
-        texts = [f"{r['com_cost']:,}", f"{r['aux']:,}", f"{r['com_cost_M']:.3f}"]
-        texts += [f"{r['new_params']:,}", f"{r['new_params_M']:.3f}"]
-        papers = ["", "", r["com_cost_paper"], "", r["new_params_paper"]]
+        texts, papers = [], []
+        for q in shown:
+            texts += [f"{r[key]:,}" for _, key in COLUMNS[q][1]]
+            texts.append(_in_unit(r[f"{q}_M"], r.get(f"{q}_unit", "M"), unit != "(M)"))
+            papers += [""] * len(COLUMNS[q][1]) + [r[f"{q}_paper"]]
         cells = [
             {"text": t, "paper": p, "missing": False, "is_diff": False}
             for t, p in zip(texts, papers, strict=True)
@@ -108,16 +158,25 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     return write_table(out_prefix, frame, **write_table_kwargs)
 
 
+def _in_unit(value: float, suffix: str, show_suffix: bool) -> str:
+    """Our count in the paper's unit: millions/thousands to 3 decimals (with the suffix where
+    the paper prints one), plain scalars whole."""
+    return f"{value:.3f}{suffix if show_suffix else ''}" if suffix else f"{value:,.0f}"
+
+
 def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
+    shown = spec.get("quantities", DEFAULT_SHOWN)
+    words = "".join(COLUMNS[q][2] for q in shown)
+    units = (
+        "M = 10⁶ scalars."
+        if spec.get("unit", "M") == "M"
+        else "Ours are shown in the unit the paper prints (K = 10³, M = 10⁶)."
+    )
     lines = [
         f"{spec.get('backbone')}, {spec.get('num_classes', 10)} classes, built on the meta "
-        "device (shapes only). Sent scalars: model tensors one client sends per round and "
-        "direction, as the engine sends them; aux.: the algorithm's extra tensors (control "
-        "variates), which the paper's # Com.cost leaves out. New scalars: what a deployed "
-        "model keeps beyond the pretrained backbone and its classifier(s): SSF merges into "
-        "the weights (0); prompts, SSF pools and keys stay. M = 10⁶ scalars.",
+        f"device (shapes only). {words}{units}",
     ]
-    for q in QUANTITIES:
+    for q in shown:
         printed = frame[frame[f"{q}_paper"] != ""]
         if printed.empty:
             continue

@@ -90,7 +90,8 @@ def runs_frame(
     Each run entry names its result files (``files.metrics``, written by the train or adapt
     stage); the report reads those and nothing else. With ``per_client`` (a label name) the
     metric is a per-client list (``final_acc_per_client``) and each client gets its own row,
-    labelled by its index.
+    labelled by its index, or a per-group mapping (``best_acc_per_group``) and each group
+    gets its own row, labelled by its name.
 
     A run without metrics.json is kept (``present`` False, value NaN) so that a table
     shows a dash for it instead of failing. A recorded non-finite value counts as diverged.
@@ -103,7 +104,9 @@ def runs_frame(
         values: list[tuple[Any, float, bool]] = []  # (client, value, recorded)
         if per_client and metrics is not None:
             found, node = _lookup(metrics, metric)
-            for k, v in enumerate(node if found and isinstance(node, list) else []):
+            # a list is per client (labelled by index), a mapping per group (by its name)
+            items = node.items() if isinstance(node, dict) else enumerate(node or [])
+            for k, v in items if found else []:
                 values.append((str(k), metric_value({"v": v}, "v"), True))
         else:
             value = math.nan if metrics is None else metric_value(metrics, metric)

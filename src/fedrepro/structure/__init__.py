@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fedrepro.atomic import write_json
-from fedrepro.structure.parameters import count_rows
+from fedrepro.structure.parameters import DEFAULT_QUANTITIES, count_rows
 from fedrepro.structure.payload import measure_payload
 
 
@@ -20,7 +20,8 @@ def _payload(spec: dict[str, Any]) -> list[dict]:
 
 
 def _parameters(spec: dict[str, Any]) -> list[dict]:
-    return count_rows(spec["configs"], spec["backbone"], int(spec["num_classes"]))
+    quantities = tuple(spec.get("quantities", DEFAULT_QUANTITIES))
+    return count_rows(spec["configs"], spec["backbone"], int(spec["num_classes"]), quantities)
 
 
 # kind -> what a structure job of that kind measures (rows of the JSON it writes)

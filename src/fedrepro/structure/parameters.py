@@ -14,11 +14,27 @@ import torch
 from fedrepro.models.tuning import new_at_inference
 from fedrepro.structure.payload import begin_client, sender
 
-__all__ = ["count_parameters", "count_rows"]
+__all__ = ["QUANTITIES", "count_parameters", "count_rows"]
 
 
-def count_parameters(config: dict[str, Any], backbone: str, num_classes: int) -> dict[str, int]:
-    """Sent and added scalars of one row (``config``: a run's model, algorithm, clients)."""
+# what a row can count; a structure spec's ``quantities`` picks (default: FedIns's three)
+QUANTITIES = ("com_cost", "aux", "new_params", "total", "local")
+DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
+
+
+def count_parameters(
+    config: dict[str, Any],
+    backbone: str,
+    num_classes: int,
+    quantities: tuple[str, ...] = DEFAULT_QUANTITIES,
+) -> dict[str, int]:
+    """Scalars of one row (``config``: a run's model, algorithm, clients): ``com_cost`` the
+    model tensors a client sends, ``aux`` the algorithm's extra ones, ``new_params`` what a
+    deployed model adds, ``total`` every parameter of the model, ``local`` the parameters that
+    stay on a client (what FedPCE's client training trains)."""
+    unknown = sorted(set(quantities) - set(QUANTITIES))
+    if unknown:
+        raise ValueError(f"parameters: unknown quantities {unknown} (allowed: {QUANTITIES})")
     clients = int(config.get("clients", 1))
     with torch.device("meta"):
         model, algorithm = sender(
@@ -26,16 +42,30 @@ def count_parameters(config: dict[str, Any], backbone: str, num_classes: int) ->
         )
         ctx = begin_client(model, algorithm)
         payload = algorithm.client_end(ctx)
-    return {
+    named = dict(model.named_parameters())
+    counts = {
         "com_cost": sum(t.numel() for t in payload.tensors.values()),
         "aux": sum(t.numel() for t in payload.extra.values()),
         "new_params": new_at_inference(model),
+        "total": sum(p.numel() for p in named.values()),
+        "local": sum(named[k].numel() for k in algorithm.local if k in named),
     }
+    return {q: counts[q] for q in quantities}
 
 
-def count_rows(configs: list[dict[str, Any]], backbone: str, num_classes: int) -> list[dict]:
-    """One row per source config: its row label and its counts."""
+def count_rows(
+    configs: list[dict[str, Any]],
+    backbone: str,
+    num_classes: int,
+    quantities: tuple[str, ...] = DEFAULT_QUANTITIES,
+) -> list[dict]:
+    """One row per source config: its row label and its counts, on the config's own
+    ``backbone`` where it names one (FedPCE(62)), else on ``backbone``."""
     return [
-        {"row": c["row"], "label": c["label"], **count_parameters(c, backbone, num_classes)}
+        {
+            "row": c["row"],
+            "label": c["label"],
+            **count_parameters(c, c.get("backbone", backbone), num_classes, quantities),
+        }
         for c in configs
     ]

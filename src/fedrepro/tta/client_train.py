@@ -4,7 +4,8 @@ every global tensor frozen and nothing sent.
 
 As an engine run: the trained run's algorithm on the partition's ``new`` cohort, the same fold,
 optimiser and steps per round, ``rounds`` rounds (200 at paper scale), its own rates where
-given (FedPCE: the embedding starts at 1e-2). What trains is the algorithm's local set: FedPCE
+given (FedPCE: the embedding starts at 1e-2), and optionally only ``images`` training images
+per new client (Fig. 4). What trains is the algorithm's local set: FedPCE
 the embedding (E scalars), FedBN the norm affine, FedPer the classifier; FedAvg and FedProx
 keep nothing local, so their clients are evaluated as the global model is. Each new client
 starts from the run's global tensors and the first collaborative client's local ones, as the
@@ -27,6 +28,8 @@ def _client_train_config(run: dict, adapt: dict) -> dict:
         train["param_groups"] = adapt["param_groups"]
     train.update(fraction=1.0, replacement=False)
     cfg["cohort"] = "new"
+    if adapt.get("images") is not None:
+        cfg["images"] = int(adapt["images"])
     cfg["eval_every"] = int(adapt["eval_every"])
     cfg["checkpoint_every"] = int(adapt["eval_every"])
     return cfg
@@ -39,7 +42,7 @@ def _local_set(model, algorithm) -> set[str]:
 CLIENT_TRAIN = AdaptMethod(
     name="client_train",
     engine_config=_client_train_config,
-    options={"rounds": 1, "param_groups": None, "eval_every": 1},
+    options={"rounds": 1, "param_groups": None, "eval_every": 1, "images": None},
     start="client0",
     trains=_local_set,
 )
