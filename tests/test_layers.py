@@ -16,7 +16,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 UTILITIES = "utilities"
-UTILITY_MODULES = frozenset({"atomic", "checksums", "logs", "memory"})
+UTILITY_MODULES = frozenset({"atomic", "checksums", "geometry", "logs", "memory"})
 
 ALLOWED: dict[str, frozenset[str]] = {
     UTILITIES: frozenset(),

@@ -295,5 +295,9 @@ def test_claims_read_per_group_cells_as_the_items_table_does(tmp_path: Path) -> 
     claim = {"id": "noisy", "text": "FedPCE best under noise", "kind": "rank", "item": "t2",
              "select": {"method": "FedPCE"},
              "among": {"degradation": "Gaussian noise"}}  # fmt: skip
-    frame = evaluate_claims([claim], {"t2": manifest}, None).set_index("claim")
+    other = {"id": "gain", "text": "a whole-run metric on the same item", "kind": "constant",
+             "item": "t2", "metric": "best_acc", "select": {"method": "FedPCE"},
+             "test": "value > 50"}  # fmt: skip
+    frame = evaluate_claims([claim, other], {"t2": manifest}, None).set_index("claim")
     assert holds(frame, "noisy") == (None, True)
+    assert holds(frame, "gain") == (None, True)  # the item's per-group rows are not applied

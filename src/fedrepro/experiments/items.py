@@ -23,18 +23,25 @@ class ItemKind:
     builder: str  # "fedrepro.report.<module>:<function>"
     structure: bool = False  # built from a structure job's JSON instead of runs
     history_figures: tuple[str, ...] = ()  # figure types that also read history.csv
+    state_figures: tuple[str, ...] = ()  # figure types that read a run's state and config
 
     def reads(self, spec: dict[str, Any]) -> tuple[str, ...]:
         """The result files each run entry of an item of this kind is read from."""
         if spec.get("figure") in self.history_figures:
             return ("metrics", "history")
+        if spec.get("figure") in self.state_figures:
+            return ("metrics", "state", "config")
         return () if self.structure else ("metrics",)
 
 
 ITEM_KINDS: dict[str, ItemKind] = {
     "table": ItemKind("tables", TABLE_FILES, "fedrepro.report.tables:make_table"),
     "figure": ItemKind(
-        "figures", FIGURE_FILES, "fedrepro.report.figures:make_figure", history_figures=("curves",)
+        "figures",
+        FIGURE_FILES,
+        "fedrepro.report.figures:make_figure",
+        history_figures=("curves",),
+        state_figures=("embeddings",),
     ),
     "payload": ItemKind(
         "tables", TABLE_FILES, "fedrepro.report.payload:make_payload_table", structure=True

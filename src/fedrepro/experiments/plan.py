@@ -47,7 +47,12 @@ def structure_id(spec: dict) -> str:
 
 # where each stage writes the result files items read (relative to results/<scale>)
 STAGE_FILES = {
-    "train": {"metrics": "runs/{id}/metrics.json", "history": "runs/{id}/history.csv"},
+    "train": {
+        "metrics": "runs/{id}/metrics.json",
+        "history": "runs/{id}/history.csv",
+        "state": "runs/{id}/state.safetensors",
+        "config": "runs/{id}/config.json",
+    },
     "adapt": {"metrics": "adapt/{id}/metrics.json", "history": "adapt/{id}/history.csv"},
 }
 

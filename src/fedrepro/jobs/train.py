@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import save_file
 
@@ -19,6 +20,7 @@ from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import build_model, load_train_test, pick_device, pooled
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
+from fedrepro.geometry import silhouette_vs_shuffled
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
 from fedrepro.models.tuning import new_at_inference
 
@@ -116,10 +118,30 @@ def write_results(out_dir: Path, job: Job, state: RunState, seconds: float, **ex
     metrics["peak_rss_mb"] = peak_rss_mb()  # what to request per job (Slurm mem_mb)
     metrics["peak_gpu_mb"] = peak_gpu_mb(job.device)
     metrics.update(extra)
+    clustering = local_clustering(state.local, job.clients.groups)
+    if clustering is not None:
+        metrics["local_clustering"] = clustering
     atomic_write(out_dir / "history.csv", lambda p: Path(p).write_text(history_csv(state)))
     write_json(out_dir / "metrics.json", metrics)
     (out_dir / "checkpoint.pt").unlink(missing_ok=True)
     return metrics
+
+
+def local_clustering(local: dict, groups: list) -> dict | None:
+    """How the clients' local tensors (FedPCE's embeddings, FedBN's norm affine) cluster by
+    the clients' groups (FedPCE's degradations): the silhouette of the groups, the mean under
+    shuffled groups, and the gain over it. None without local tensors, or when a group has
+    fewer than two clients."""
+    if not local or not any(g is not None for g in groups):
+        return None
+    clients = sorted(local)
+    labels = [groups[k] for k in clients]
+    if min(labels.count(g) for g in set(labels)) < 2 or len(set(labels)) < 2:
+        return None
+    x = np.stack([torch.cat([t.detach().flatten().float().cpu() for _, t in
+                             sorted(local[k].items())]).numpy() for k in clients])  # fmt: skip
+    real, chance = silhouette_vs_shuffled(x, labels)
+    return {"silhouette": real, "shuffled": chance, "gain": real - chance}
 
 
 def history_csv(state: RunState) -> str:

@@ -208,11 +208,13 @@ def settle_round(rounds: Any, values: Any, tol: float) -> float:
 
 def _runs(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     """results.runs_frame (one row per client or group where the item's spec says
-    ``per_client``, as its table does), or for ``settle_round(column, tol)`` the round from
-    history.csv."""
+    ``per_client`` and the metric is the item's own, as its table reads it), or for
+    ``settle_round(column, tol)`` the round from history.csv."""
     match = SETTLE_RE.match(metric)
     if not match:
-        return results.runs_frame(manifest, metric, manifest.get("spec", {}).get("per_client"))
+        spec = manifest.get("spec", {})
+        per_client = spec.get("per_client") if metric == spec.get("metric") else None
+        return results.runs_frame(manifest, metric, per_client)
     column, tol = match.group(1), float(match.group(2))
     runs = results.runs_frame(manifest, "rounds")
     settled = {

@@ -18,6 +18,9 @@
     labels are placed at their value, others evenly), one line per ``lines`` label, mean
     over seeds with a ±std band; optional ``panels`` label and ``xlabel``. Values the
     paper prints for the item (its reported CSV) are drawn as hollow diamonds.
+``embeddings``
+    each client's local tensors of one trained run (its state.safetensors) by PCA and t-SNE,
+    coloured by group and sized by level (FedPCE Figs. 1, 3; ``fedrepro.report.embeddings``).
 
 Every figure carries the manifest title and, in a corner, the scale it was made at.
 """
@@ -396,7 +399,14 @@ PLOTTERS: dict[str, Callable[..., plt.Figure]] = {
     "partition_hist": plot_partition_hist,
     "bars": plot_bars,
     "sweep": plot_sweep,
+    "embeddings": lambda manifest: _embeddings(manifest),
 }
+
+
+def _embeddings(manifest: dict[str, Any]) -> plt.Figure:
+    from fedrepro.report.embeddings import plot_embeddings  # it builds on this module
+
+    return plot_embeddings(manifest)
 
 
 def make_figure(manifest: dict[str, Any], out_prefix: str | Path) -> list[Path]:
