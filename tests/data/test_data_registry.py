@@ -20,6 +20,7 @@ EXPECTED = {  # name: (classes, channels, native size, splits, domains)
     "usps": (10, 1, 16, ("train", "test"), 0),
     "synthdigits": (10, 3, 32, ("train", "test"), 0),
     "mnistm": (10, 3, 28, ("train", "test"), 0),
+    "digits": (10, 3, 32, ("train", "test"), 4),
     "tinyimagenet": (200, 3, 64, ("train", "test"), 0),
     "domainnet": (10, 3, 224, ("train", "test"), 6),
     "office10": (10, 3, 256, ("train", "test"), 4),
@@ -74,6 +75,10 @@ def test_remote_files_are_checksummed_or_explained(name):
     spec = get_dataset(name)
     if name == "pretrain_source":
         assert spec.remote == () and spec.parser == ""
+        return
+    if spec.components:  # composite: built from its components' files (checked as theirs)
+        assert spec.remote == () and spec.parser == ""
+        assert all(get_dataset(c).remote for c in spec.components)
         return
     assert spec.remote and spec.parser
     for remote in spec.remote:

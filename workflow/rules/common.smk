@@ -3,6 +3,7 @@ import json
 import os
 from pathlib import Path
 
+from fedrepro.data.composite import raw_sources
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
@@ -57,8 +58,11 @@ def resources(stage, key=None):
 
 
 def raw_inputs(wildcards):
-    """Paper scale parses downloaded files; mini scale synthesizes from nothing."""
-    return [] if SCALE == "mini" else [f"{DATA_ROOT}/{wildcards.dataset}/.fetched"]
+    """Paper scale parses downloaded files (a composite such as `digits`: those of its
+    components, never a download of its own); mini scale synthesizes from nothing."""
+    if SCALE == "mini":
+        return []
+    return [f"{DATA_ROOT}/{d}/.fetched" for d in raw_sources(wildcards.dataset)]
 
 
 def data_root_of(wildcards, output):

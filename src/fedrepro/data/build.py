@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fedrepro.data.composite import parse_composite
 from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, save_split
 from fedrepro.data.registry import get_dataset
@@ -48,7 +49,8 @@ def prepare(
     else:
         if raw_dir is None:
             raise ValueError(f"{dataset}: scale 'paper' needs raw_dir (the downloaded files)")
-        splits = parse(spec.name, raw_dir, size)
+        # a composite (e.g. digits) reads its components' folders beside raw_dir
+        splits = (parse_composite if spec.components else parse)(spec.name, raw_dir, size)
     paths = []
     for split, data in splits.items():
         path = Path(out_dir) / f"{split}.safetensors"

@@ -15,6 +15,7 @@ __all__ = [
     "CIFAR100_SUPERCLASSES",
     "CORRUPTIONS",
     "DATASETS",
+    "DIGITS_DOMAINS",
     "DatasetSpec",
     "RemoteFile",
     "get_dataset",
@@ -55,6 +56,16 @@ class DatasetSpec:
     domains: tuple[str, ...] = ()
     remote: tuple[RemoteFile, ...] = ()
     parser: str = ""  # key into fedrepro.data.parsers; "" = synthetic only (mini scale)
+    # A composite dataset: one domain per component dataset (same names, same order), built
+    # from the components' own files (fedrepro.data.composite); it has no remote files.
+    components: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.components and (self.components != self.domains or self.remote or self.parser):
+            raise ValueError(
+                f"{self.name}: a composite's domains are its components, and it has no "
+                "remote files or parser of its own"
+            )
 
     @property
     def num_classes(self) -> int:
@@ -107,6 +118,8 @@ OFFICE_CLASSES = (
     "laptop_computer", "monitor", "mouse", "mug", "projector",
 )  # fmt: skip
 OFFICE_DOMAINS = ("amazon", "caltech", "dslr", "webcam")
+# FedPCE's Digits (§5.1): four digit datasets as the domains of one, all at 32 px in RGB.
+DIGITS_DOMAINS = ("mnist", "svhn", "usps", "synthdigits")
 
 # The 15 benchmark corruptions of CIFAR-10-C, in the Hendrycks & Dietterich order.
 CORRUPTIONS = (
@@ -362,6 +375,15 @@ _DATASETS: tuple[DatasetSpec, ...] = (
             "Alternative: stage a folder tree mnist_m/<split>/<digit>/*.png or the "
             "original mnist_m_<split>/ + mnist_m_<split>_labels.txt.",
         ),
+    ),
+    DatasetSpec(
+        name="digits",
+        classes=DIGITS,
+        channels=3,
+        image_size=32,
+        splits=("train", "test"),
+        domains=DIGITS_DOMAINS,
+        components=DIGITS_DOMAINS,
     ),
     DatasetSpec(
         name="tinyimagenet",

@@ -81,11 +81,31 @@ def _renderer(name: str, domain: str | None) -> Renderer:
     raise ValueError(f"{name} has no synthetic renderer")
 
 
+def _domain_renderer(spec: DatasetSpec, domain: str) -> tuple[Renderer, int]:
+    """The renderer of one domain and the size it renders at. A composite's domain is its
+    component's analog, drawn at the component's native size, gray repeated to RGB."""
+    if not spec.components:
+        return _renderer(spec.name, domain), spec.image_size
+    render, channels = _renderer(domain, None), spec.channels
+
+    def draw(labels: torch.Tensor, size: int, gen: torch.Generator) -> torch.Tensor:
+        img = render(labels, size, gen)
+        return img.repeat(1, channels, 1, 1) if img.shape[1] == 1 else img
+
+    return draw, get_dataset(domain).image_size
+
+
 def _draw(
-    render: Renderer, labels: torch.Tensor, spec: DatasetSpec, size: int, gen: torch.Generator
+    render: Renderer,
+    labels: torch.Tensor,
+    spec: DatasetSpec,
+    size: int,
+    gen: torch.Generator,
+    native: int | None = None,
 ) -> torch.Tensor:
-    """Render ``labels`` in fixed-size chunks and return uint8 N×size×size×C."""
-    native = min(spec.image_size, _MAX_RENDER)
+    """Render ``labels`` in fixed-size chunks (at ``native`` px, default the dataset's) and
+    return uint8 N×size×size×C."""
+    native = min(native or spec.image_size, _MAX_RENDER)
     chunks = []
     for part in labels.split(_CHUNK):
         img = render(part, native, gen).clamp(0, 1)
@@ -108,8 +128,9 @@ def _balanced_labels(num_classes: int, per_class: int, gen: torch.Generator) -> 
 def synthesize(
     name: str, split: str, per_class: int, size: int | None = None, seed: int = 0
 ) -> Split:
-    """Draw ``per_class`` images per class (per class *and domain* for multi-domain data;
-    CIFAR-10-C corrupts ``per_class`` clean images per class at all 15×5 settings)."""
+    """Draw ``per_class`` images per class (per class *and domain* for multi-domain data,
+    composites included: each domain drawn by its component's analog; CIFAR-10-C corrupts
+    ``per_class`` clean images per class at all 15×5 settings)."""
     spec = get_dataset(name)
     if split not in spec.splits:
         raise ValueError(f"{name} has splits {', '.join(spec.splits)}; got {split!r}")
@@ -126,7 +147,8 @@ def synthesize(
     images, labels, domains = [], [], []
     for d, domain in enumerate(spec.domains):
         lab = _balanced_labels(spec.num_classes, per_class, gen)
-        images.append(_draw(_renderer(name, domain), lab, spec, size, gen))
+        render, native = _domain_renderer(spec, domain)
+        images.append(_draw(render, lab, spec, size, gen, native))
         labels.append(lab)
         domains.append(torch.full_like(lab, d))
     return Split(
