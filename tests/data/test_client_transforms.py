@@ -85,3 +85,45 @@ def test_unknown_kind_and_missing_factor_raise_naming_them() -> None:
         apply_transform(batch(), {"kind": "blur"}, gen())
     with pytest.raises(ValueError, match="'std'"):
         apply_transform(batch(), {"kind": "gaussian_noise"}, gen())
+
+
+@pytest.mark.parametrize("shift", [-0.5, -0.2, 0.05, 0.3, 0.5])
+def test_our_colour_ops_equal_torchvisions(shift: float) -> None:
+    from fedrepro.data.client_transforms import JITTER_OPS
+
+    x = batch()
+    # pure colours, greys, black and white, and ties between channels
+    special = torch.tensor(
+        [
+            [1, 0, 0],
+            [0, 1, 0],
+            [0, 0, 1],
+            [1, 1, 0],
+            [0.5, 0.5, 0.5],
+            [0, 0, 0],
+            [1, 1, 1],
+            [0.7, 0.7, 0.2],
+            [0.2, 0.7, 0.7],
+        ]  # fmt: skip
+    ).T.reshape(1, 3, 1, 9)
+    for y in (x, special):
+        assert torch.allclose(JITTER_OPS["hue"](y, shift), tvf.adjust_hue(y, shift), atol=1e-5)
+        factor = 1.0 + shift
+        for name in ("brightness", "contrast", "saturation"):
+            ours = JITTER_OPS[name](y, factor)
+            theirs = getattr(tvf, f"adjust_{name}")(y, factor)
+            assert torch.allclose(ours, theirs, atol=1e-6), name
+
+
+def test_a_jitter_job_does_not_import_torchvision() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch; from fedrepro.data.client_transforms import apply_transform; "
+        "apply_transform(torch.rand(2, 3, 4, 4), {'kind': 'color_jitter', 'brightness': 1.2, "
+        "'contrast': 0.8, 'saturation': 1.1, 'hue': 0.1}, torch.Generator()); "
+        "print('torchvision' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
