@@ -76,6 +76,13 @@ def test_fedpce_color_jitter_factors_are_fixed_permuted_linspaces() -> None:
     ]
 
 
+def test_fedpce_imbalance_alphas_are_a_logspace_each_drawing_two_clients() -> None:
+    clients = fedpce(m=3)["clients"]
+    alphas = [c["alpha"] for c in clients if "alpha" in c]
+    assert alphas == pytest.approx(np.repeat(np.logspace(-1, 1, 3), 2).tolist())
+    assert all(c["group"] == "Class imbalance" for c in clients if "alpha" in c)
+
+
 def test_fedpce_imbalance_clients_get_skewed_labels() -> None:
     hist = np.asarray(fedpce(m=3)["histogram"]["train"], dtype=float)
     probs = hist / hist.sum(axis=1, keepdims=True)

@@ -59,6 +59,9 @@ def test_levels_follow_the_degradation():
     assert client_levels({"transform": jitter}, []) == 1.25
     assert client_levels({"transform": None}, [10, 10]) == 0.0  # balanced classes
     assert client_levels({"transform": None}, [20, 0]) == 1.0  # one class only
+    assert client_levels({"transform": None, "alpha": 0.1}, [10, 10]) > client_levels(
+        {"transform": None, "alpha": 10.0}, [10, 10]
+    )  # a smaller concentration is a stronger imbalance
 
 
 def test_training_records_how_local_tensors_cluster():

@@ -287,6 +287,7 @@ def _to_json_dict(
             "new": bool(client.new),
             **({} if client.style is None else {"style": client.style.tolist()}),
             **({} if client.group is None else {"group": client.group}),
+            **({} if client.alpha is None else {"alpha": client.alpha}),
         }
         for client, test in zip(clients, tests, strict=True)
     ]

@@ -42,6 +42,7 @@ class ClientPart:
     new: bool = False
     style: np.ndarray | None = None  # per training image, 0 = unchanged (data.styles)
     group: str | None = None  # what the paper reports the client under (FedPCE: degradation)
+    alpha: float | None = None  # the Dirichlet concentration that drew it (FedPCE imbalance)
 
 
 class Params:

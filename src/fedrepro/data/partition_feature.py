@@ -109,7 +109,8 @@ def fedpce_degradation(
         )
         tests = test if test is not None else [np.zeros(0, dtype=np.int64)] * 2
         clients.extend(
-            ClientPart(tr, te, group=IMBALANCE) for tr, te in zip(train, tests, strict=True)
+            ClientPart(tr, te, group=IMBALANCE, alpha=float(alpha))
+            for tr, te in zip(train, tests, strict=True)
         )
 
     mark_new_clients(clients, per_group, new_fraction, rng)

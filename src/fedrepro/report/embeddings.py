@@ -26,8 +26,11 @@ __all__ = ["client_levels", "plot_embeddings"]
 
 def client_levels(record: dict[str, Any], counts: list[int]) -> float:
     """How strong a client's degradation is: the noise variance, the jitter factors' distance
-    from the identity, or the label imbalance (1 − normalised entropy of its class counts)."""
+    from the identity, −log α of a class-imbalance client's Dirichlet draw, or else the label
+    imbalance (1 − normalised entropy of its class counts)."""
     spec = record.get("transform") or {}
+    if record.get("alpha") is not None:
+        return float(-np.log(record["alpha"]))
     if spec.get("kind") == "fedpce_noise":
         return float(spec["var"])
     if spec.get("kind") == "color_jitter":
