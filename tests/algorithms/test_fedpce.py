@@ -1,5 +1,5 @@
-"""FedPCE in the engine (spec §2.5.5 inv. 2): v_n never leaves a client and is untouched by
-aggregation, every other tensor is global; embeddings start one-hot."""
+"""FedPCE in the engine (FedPCE §3.4; docs/methods/fedpce.md): v_n never leaves a client and
+is untouched by aggregation, every other tensor is global; embeddings start one-hot."""
 
 from __future__ import annotations
 

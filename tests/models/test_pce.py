@@ -1,5 +1,5 @@
-"""FedPCE's generated norms (spec §2.5.5): sizes, the zero-MLP identity, what v can change,
-and the batch independence of instance norm."""
+"""FedPCE's generated norms (FedPCE §3.3, §4.3; docs/methods/fedpce.md#model): sizes, the
+zero-MLP identity, what v can change, and the batch independence of instance norm."""
 
 from __future__ import annotations
 
