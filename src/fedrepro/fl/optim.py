@@ -62,15 +62,17 @@ def param_groups(model: torch.nn.Module, train: dict, round_idx: int) -> list:
 
 
 def optimizer_state(opt: torch.optim.Optimizer) -> list[dict]:
-    """Per-parameter optimiser state (Adam's moments and step, momentum buffers), cloned, in
-    the order of the optimiser's parameters; learning rates are not part of it."""
+    """Per-parameter optimiser state (Adam's moments and step, momentum buffers), in the
+    order of the optimiser's parameters; learning rates are not part of it. The tensors are
+    handed over, not copied: the round's optimiser is dropped after it."""
     params = [p for g in opt.param_groups for p in g["params"]]
-    return [{k: _copy(v) for k, v in opt.state[p].items()} for p in params]
+    return [dict(opt.state[p]) for p in params]
 
 
 def load_optimizer_state(opt: torch.optim.Optimizer, saved: list[dict]) -> None:
-    """Restore ``optimizer_state`` into a new optimiser over the same parameters: moments on
-    the parameter's device, scalar steps where this optimiser keeps them (CPU unless fused)."""
+    """Hand ``optimizer_state`` to a new optimiser over the same parameters: moments on the
+    parameter's device, scalar steps where this optimiser keeps them (CPU unless fused);
+    tensors already there are used as they are (a checkpoint's are moved)."""
     params = [p for g in opt.param_groups for p in g["params"]]
     if len(saved) != len(params):
         raise ValueError(f"optimizer state for {len(saved)} tensors; optimiser has {len(params)}")
@@ -78,16 +80,15 @@ def load_optimizer_state(opt: torch.optim.Optimizer, saved: list[dict]) -> None:
     for p, state in zip(params, saved, strict=True):
         if state:
             opt.state[p] = {
-                k: _copy(v, p.device if steps_on_device or getattr(v, "ndim", 0) else "cpu")
+                k: _on(v, p.device if steps_on_device or getattr(v, "ndim", 0) else "cpu")
                 for k, v in state.items()
             }
 
 
-def _copy(v, device=None):
-    """A tensor copied (to ``device``); anything else (SGD's ``None`` buffer) as is."""
-    if not isinstance(v, torch.Tensor):
-        return v
-    return v.detach().to(device if device is not None else v.device, copy=True)
+def _on(v, device):
+    """A tensor on ``device`` (moved only when elsewhere); anything else (SGD's ``None``
+    buffer) as is."""
+    return v.to(device) if isinstance(v, torch.Tensor) else v
 
 
 def make_optimizer(params: list, train: dict, lr: float):
@@ -96,8 +97,8 @@ def make_optimizer(params: list, train: dict, lr: float):
     and restores a client's state into it where ``train.optimizer_state`` is ``client``."""
     name = train.get("optimizer", "sgd")
     wd = float(train.get("weight_decay", 0.0))
-    first = params[0]["params"][0] if params and isinstance(params[0], dict) else None
-    fused = bool(params) and (first if first is not None else params[0]).is_cuda
+    tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
+    fused = bool(tensors) and tensors[0].is_cuda
     if name == "sgd":
         return torch.optim.SGD(
             params, lr=lr, momentum=float(train.get("momentum", 0.0)), weight_decay=wd, fused=fused

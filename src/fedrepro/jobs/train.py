@@ -138,8 +138,9 @@ def local_clustering(local: dict, groups: list) -> dict | None:
     labels = [groups[k] for k in clients]
     if min(labels.count(g) for g in set(labels)) < 2 or len(set(labels)) < 2:
         return None
-    x = np.stack([torch.cat([t.detach().flatten().float().cpu() for _, t in
-                             sorted(local[k].items())]).numpy() for k in clients])  # fmt: skip
+    rows = [torch.cat([t.detach().float().flatten() for _, t in sorted(local[k].items())])
+            for k in clients]  # fmt: skip
+    x = np.stack([row.cpu().numpy() for row in rows])
     real, chance = silhouette_vs_shuffled(x, labels)
     return {"silhouette": real, "shuffled": chance, "gain": real - chance}
 
