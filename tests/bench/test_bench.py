@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
-from fedrepro.bench.cost import run_flops
+from fedrepro.bench.cost import paper_plan, partition_counts, run_flops
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
+from fedrepro.data.registry import DATASETS
+from fedrepro.experiments.config import load_yaml
 from fedrepro.fl.timing import PhaseClock
+from fedrepro.tta import adapt_method
+
+REPO = Path(__file__).resolve().parents[2]
 
 VIT_B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
 
@@ -93,3 +99,30 @@ def test_run_flops_counts_rounds_epochs_participation_and_evaluations():
     personal = run_flops({**run, "algorithm": {"name": "local"}}, sizes, memo)
     assert personal["eval_samples"] == 3 * 10 * 200  # each client its own model, global test
     assert math.isfinite(personal["flops"])
+
+
+def test_every_paper_dataset_has_split_sizes_and_each_adaptation_is_costed():
+    """The cost job reads split sizes for every dataset of the paper plan (a missing one
+    failed the default's ``bench_cost`` once FedPCE's Digits came in)."""
+    sizes = load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"]
+    plan = paper_plan(REPO)
+    for name in {r["dataset"] for r in plan.runs.values()}:
+        assert name in sizes, name
+        per = sizes[name].get("domains")
+        if per is not None:
+            assert set(per) == set(DATASETS[name].domains), name
+    pce = [r for r in plan.runs.values() if r["paper"] == "fedpce" and r["dataset"] == "digits"]
+    run = next(r for r in pce if r["partition"]["clients"] == 40)
+    memo: dict = {}
+    counts = partition_counts(run, sizes)
+    assert counts["clients"] == 32  # the collaborative 80 %
+    t = run["train"]
+    f = run_flops(run, sizes, memo)
+    assert f["train_samples"] == t["rounds"] * 32 * t["local_steps"] * t["batch_size"]
+    pooled = partition_counts({**run, "cv": None}, sizes)
+    assert counts["train"] + sum(counts["per_client_test"]) == pooled["train"] + sum(
+        pooled["per_client_test"]
+    )  # the folds re-cut each client's pooled train and test shares
+    aid, entry = next((a, e) for a, e in plan.adapts.items() if e["run"] in plan.runs)
+    engine = adapt_method(entry["adapt"]).run_config(plan.runs[entry["run"]], entry["adapt"])
+    assert run_flops(engine, sizes, memo)["flops"] > 0, aid

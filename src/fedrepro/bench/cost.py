@@ -1,9 +1,10 @@
 """What the paper scale costs: GPU-hours per paper from counted FLOPs and the run table.
 
-Every paper-scale run of the plan contributes (training samples × FLOPs per training
-step) + (evaluated samples × FLOPs per forward). Sample counts come from the run's own
-partition, built by the real partitioner on label arrays of the real split sizes
-(balanced classes; a domain dataset gets equal domains); FLOPs are counted on the meta
+Every paper-scale run and adaptation of the plan contributes (training samples × FLOPs per
+training step) + (evaluated samples × FLOPs per forward); an adaptation is counted as the
+engine run it is. Sample counts come from the run's own partition and cohort, built by the
+real partitioner on label arrays of the real split sizes (balanced classes; a domain
+dataset gets its domains' sizes, one for all or one each); FLOPs are counted on the meta
 device (``fedrepro.bench.flops``). Hours follow from a throughput: measured on a GPU when
 one ran the benchmark, otherwise an assumed peak × MFU, stated beside the result.
 """
@@ -21,6 +22,7 @@ from fedrepro.data.partition import make_partition
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import deep_merge, load_yaml
 from fedrepro.experiments.plan import build_plan
+from fedrepro.tta import adapt_method
 
 
 def paper_plan(repo: Path, papers: list[str] | None = None):
@@ -37,30 +39,58 @@ def _labels(n: int, num_classes: int) -> np.ndarray:
     return np.arange(n) % num_classes
 
 
+def _domain_sizes(spec, size: dict) -> list[tuple[int, int]]:
+    """(train, test) images per domain: one size for every domain or one per domain."""
+    per = size.get("domains")
+    if per is None:
+        return [(int(size["train"]), int(size["test"]))] * len(spec.domains)
+    missing = sorted(set(spec.domains) - set(per))
+    if missing:
+        raise ValueError(f"bench.cost.split_sizes.{spec.name}.domains: missing {missing}")
+    return [(int(per[d]["train"]), int(per[d]["test"])) for d in spec.domains]
+
+
 def partition_counts(run: dict, sizes: dict) -> dict:
-    """Training samples (all clients) and each client's evaluated samples under a global or
-    split test, from the run's partition on balanced labels of the real split sizes."""
+    """Training samples (the run's cohort) and each client's evaluated samples under a
+    global or split test, from the run's partition on balanced labels of the real split
+    sizes; with ``cv`` each client's shares are pooled and one fold is its test."""
     spec = DATASETS[run["dataset"]]
+    if run["dataset"] not in sizes:
+        raise ValueError(f"bench.cost.split_sizes: no sizes for dataset {run['dataset']!r}")
     size = sizes[run["dataset"]]
-    n_train, n_test = int(size["train"]), int(size["test"])
     kw = {}
     if spec.domains:
-        d = len(spec.domains)
+        per = _domain_sizes(spec, size)
         kw = {
-            "train_domains": np.arange(n_train * d) // n_train,
-            "test_domains": np.arange(n_test * d) // n_test,
+            "train_domains": np.repeat(np.arange(len(per)), [n for n, _ in per]),
+            "test_domains": np.repeat(np.arange(len(per)), [n for _, n in per]),
             "domain_names": list(spec.domains),
         }
-        n_train, n_test = n_train * d, n_test * d
+        n_train, n_test = sum(n for n, _ in per), sum(n for _, n in per)
+    else:
+        n_train, n_test = int(size["train"]), int(size["test"])
     part = make_partition(run["partition"], _labels(n_train, spec.num_classes),
                           _labels(n_test, spec.num_classes), num_classes=spec.num_classes,
                           seed=int(run["partition"].get("seed", run["seed"])), **kw)  # fmt: skip
-    clients = part["clients"]
+    cohort = run.get("cohort", "all")
+    clients = [
+        c
+        for c in part["clients"]
+        if cohort == "all" or bool(c.get("new", False)) == (cohort == "new")
+    ]
     glob = part.get("test_mode") == "global"
+    train = [len(c["train"]) for c in clients]
+    test = [n_test if glob else len(c["test"]) for c in clients]
+    if run.get("cv"):
+        k = int(run["cv"]["folds"])
+        pooled = [a + b for a, b in zip(train, test, strict=True)]
+        test = [n // k for n in pooled]
+        train = [n - t for n, t in zip(pooled, test, strict=True)]
     return {
-        "train": sum(len(c["train"]) for c in clients),
+        "clients": len(clients),
+        "train": sum(train),
         "test": n_test,
-        "per_client_test": [n_test if glob else len(c["test"]) for c in clients],
+        "per_client_test": test,
         "transforms": any(c.get("transform") for c in clients),
     }
 
@@ -73,7 +103,8 @@ def run_flops(run: dict, sizes: dict, memo: dict) -> dict[str, float]:
     if key not in memo:
         memo[key] = per_sample_flops(model["backbone"], num_classes, model.get("img_size"),
                                      model, run["algorithm"])  # fmt: skip
-    pkey = json.dumps([run["dataset"], run["partition"], run["seed"]], sort_keys=True)
+    pkey = json.dumps([run["dataset"], run["partition"], run["seed"], run.get("cohort"),
+                       run.get("cv")], sort_keys=True)  # fmt: skip
     if pkey not in memo:
         memo[pkey] = partition_counts(run, sizes)
     flops, counts = memo[key], memo[pkey]
@@ -82,7 +113,11 @@ def run_flops(run: dict, sizes: dict, memo: dict) -> dict[str, float]:
     rounds = int(t["rounds"])
     evals = len({*range(int(run.get("eval_every", 1)), rounds + 1, int(run.get("eval_every", 1))),
                  rounds})  # fmt: skip
-    train = rounds * float(t.get("fraction", 1.0)) * int(t["local_epochs"]) * counts["train"]
+    if t.get("local_steps"):  # a fixed number of batches per client and round (FedPCE)
+        per_round = counts["clients"] * int(t["local_steps"]) * int(t["batch_size"])
+    else:
+        per_round = int(t["local_epochs"]) * counts["train"]
+    train = rounds * float(t.get("fraction", 1.0)) * per_round
     return {
         "train_samples": train,
         "eval_samples": evals * evaluated,
@@ -122,10 +157,19 @@ def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None) -> dict:
         m = run["model"]
         label = f"{m['backbone']} {m.get('tuning', 'full')} @{m.get('img_size')}"
         p["by_model"][label] = p["by_model"].get(label, 0.0) + hours[run_id]
+    for aid, entry in plan.adapts.items():  # each adaptation is an engine run of its own
+        run = plan.runs[entry["run"]]
+        f = run_flops(adapt_method(entry["adapt"]).run_config(run, entry["adapt"]), sizes, memo)
+        hours[aid] = f["flops"] / rate / 3600
+        papers[run["paper"]]["adapts"] = papers[run["paper"]].get("adapts", 0) + 1
+        papers[run["paper"]]["flops"] += f["flops"]
     for key, item in plan.items.items():
         paper, name = key.split("/")
         if paper in papers and item.get("runs"):  # a run shared by items counts in each
-            papers[paper]["by_item"][name] = sum(hours[r["id"]] for r in item["runs"])
+            papers[paper]["by_item"][name] = sum(
+                hours[r["id"]] + (hours[r["run"]] if r["stage"] == "adapt" else 0.0)
+                for r in item["runs"]
+            )
     for p in papers.values():
         p["gpu_hours"] = p["flops"] / rate / 3600
     total = sum(p["gpu_hours"] for p in papers.values())
