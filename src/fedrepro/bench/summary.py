@@ -103,10 +103,12 @@ def _cost(cost: dict) -> tuple[str, pd.DataFrame]:
     rows = []
     for paper, v in cost["papers"].items():
         items = ", ".join(f"{k} {h:,.1f}" for k, h in v["by_item"].items())
-        rows.append({"paper": paper, "runs": v["runs"], "PFLOP": f"{v['flops'] / 1e15:,.0f}",
+        rows.append({"paper": paper, "runs": v["runs"], "adaptations": v.get("adapts", 0),
+                     "PFLOP": f"{v['flops'] / 1e15:,.0f}",
                      "GPU-hours": f"{v['gpu_hours']:,.1f}", "per item (h)": items})  # fmt: skip
     papers = cost["papers"].values()
     rows.append({"paper": "total", "runs": sum(v["runs"] for v in papers),
+                 "adaptations": sum(v.get("adapts", 0) for v in papers),
                  "PFLOP": f"{sum(v['flops'] for v in papers) / 1e15:,.0f}",
                  "GPU-hours": f"{cost['total_gpu_hours']:,.1f}", "per item (h)": ""})  # fmt: skip
     text = (
