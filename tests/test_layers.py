@@ -30,7 +30,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "jobs": frozenset({"experiments", "data", "models", "fl", "algorithms", "structure", "tta"}),
     "report": frozenset({"experiments"}),
     "bench": frozenset(
-        {"experiments", "data", "models", "fl", "algorithms", "structure", "report"}
+        {"experiments", "data", "models", "fl", "algorithms", "structure", "tta", "report"}
     ),
 }
 """Layer -> the other layers it may import (besides itself and ``utilities``).
