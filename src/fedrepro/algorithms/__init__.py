@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.feddc import FedDC
+from fedrepro.algorithms.fedicon import FedICON
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedpce import FedPCE
@@ -27,6 +28,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         Moon,
         FedDC,
         FedPCE,
+        FedICON,
     )
 }
 

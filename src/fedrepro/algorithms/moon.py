@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
+from fedrepro.fl.contrastive import representation
 from fedrepro.fl.tensors import per_client_moved, put, take
 
 PROJECTION = "moon_projection"
@@ -33,10 +34,6 @@ def contrastive_loss(
     neg = F.cosine_similarity(z, z_prev, dim=-1)
     logits = torch.stack([pos, neg], dim=1) / temperature
     return F.cross_entropy(logits, torch.zeros(len(z), dtype=torch.long, device=z.device))
-
-
-def representation(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return model.forward_head(model.forward_features(x), pre_logits=True)
 
 
 class Moon(Algorithm):

@@ -28,6 +28,7 @@ class ClientCtx:
     momentum: float
     num_samples: int
     steps: int = 0
+    round: int = 0
 
 
 @dataclass
@@ -99,6 +100,12 @@ class Algorithm:
         return bool(self.local)
 
     # ---- client side ----------------------------------------------------------------
+    def views(self, r: int) -> int:
+        """Augmented views of each training image in round ``r``: ``objective`` then gets the
+        batch's views stacked (view 1 of every image, then view 2, ...) and one label each
+        image (FedICON's contrastive rounds use 2)."""
+        return 1
+
     def client_begin(self, ctx: ClientCtx) -> None:
         """Called after the received tensors are loaded, before local training."""
 

@@ -170,7 +170,13 @@ def run_rounds(
             put(model, client_local(algorithm, state, k, init_local, device))
             opt = client_optimizer(model, tcfg, r, lr, state.optim.get(k) if keep_optim else None)
             ctx = ClientCtx(
-                k, model, state.shared, lr, float(tcfg.get("momentum", 0.0)), len(clients.train[k])
+                k,
+                model,
+                state.shared,
+                lr,
+                float(tcfg.get("momentum", 0.0)),
+                len(clients.train[k]),
+                round=r,
             )
             algorithm.client_begin(ctx)
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
@@ -188,6 +194,7 @@ def run_rounds(
                 partial(algorithm.objective, ctx),
                 clock,
                 opt,
+                algorithm.views(r),
             )
             if keep_optim and opt is not None:
                 state.optim[k] = optimizer_state(opt)

@@ -41,6 +41,7 @@ def train_epochs(
     objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     clock=NULL_CLOCK,
     optimizer: torch.optim.Optimizer | None = None,
+    views: int = 1,
 ) -> tuple[int, float]:
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
 
@@ -49,7 +50,8 @@ def train_epochs(
     ``optimizer`` (default: a fresh one over the trainable parameters at ``lr``) is the
     engine's when it keeps per-client state or parameter groups.
 
-    ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``).
+    ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``);
+    with ``views`` > 1, ``x`` stacks that many independently augmented copies of the batch.
     A last batch of one sample is dropped (batch norm cannot train on it), every short last
     batch with ``train.drop_last`` (PyTorch's DataLoader flag, as FedIns's code trains).
     ``train.precision`` (default fp32) picks the arithmetic. The loss is summed on the device
@@ -86,6 +88,11 @@ def train_epochs(
                 continue
             with clock.phase("data"):
                 x, y = data.batch(b, generator, transform, train=True)
+                if views > 1:
+                    more = [
+                        data.batch(b, generator, transform, train=True)[0] for _ in range(1, views)
+                    ]
+                    x = torch.cat([x, *more])
             with clock.phase("step"):
                 with autocast(x, precision):
                     loss = objective(x, y)
