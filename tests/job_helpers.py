@@ -61,3 +61,28 @@ def run_metrics(out: Path) -> dict:
     for key in ("wall_seconds", "run_id", "peak_rss_mb"):
         m.pop(key, None)
     return m
+
+
+def assert_adaptation_resumes(adapt: dict, run: Path, tmp: Path, kill_at: int = 2) -> None:
+    """Adapt ``run`` in full, then kill the same adaptation at round ``kill_at`` and rerun the
+    job: the resumed job ends with the same numbers."""
+    from fedrepro.jobs.adapt import adapt_run, prepare_adapt
+    from tests.fl_helpers import Killed
+
+    args = (adapt, run, tmp / "data", tmp / "part.json")
+    full = adapt_run(*args, tmp / "full", device="cpu")
+
+    def die(msg: str) -> None:
+        if msg.startswith(f"round {kill_at}/"):
+            raise Killed
+
+    job, _ = prepare_adapt(*args, device="cpu")
+    try:
+        job.run(tmp / "killed" / "checkpoint.pt", log=die)
+    except Killed:
+        pass
+    else:
+        raise AssertionError(f"the adaptation never reached round {kill_at}")
+    resumed = adapt_run(*args, tmp / "killed", device="cpu")
+    for key in ("final_acc", "final_acc_per_client", "final_loss", "best_acc"):
+        assert resumed[key] == full[key], key

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedrepro.jobs.adapt import adapt_run, prepare_adapt
+from fedrepro.jobs.adapt import prepare_adapt
 from fedrepro.jobs.train import train_run
 from fedrepro.tta import adapt_method
-from tests.fl_helpers import Killed
-from tests.job_helpers import toy_job
+from tests.job_helpers import assert_adaptation_resumes, toy_job
 
 SPEC = {"scheme": "fedpce_degradation", "m": 2, "clients": 12, "min_size": 2}
 GROUPS = [{"match": "generators.", "lr": 1e-2}, {"match": "embedding", "lr": 0.1, "min_lr": 1e-4}]
@@ -75,19 +74,7 @@ def test_new_clients_train_only_their_methods_local_set(tmp_path, algorithm, tra
 
 def test_client_training_resumes_to_identical_numbers(tmp_path):
     run, _ = fedpce_run(tmp_path, "fedpce")
-    args = (ADAPT, run, tmp_path / "data", tmp_path / "part.json")
-    full = adapt_run(*args, tmp_path / "full", device="cpu")
-
-    def die(msg):
-        if msg.startswith("round 2/"):
-            raise Killed
-
-    job, _ = prepare_adapt(*args, device="cpu")
-    with pytest.raises(Killed):
-        job.run(tmp_path / "killed" / "checkpoint.pt", log=die)
-    resumed = adapt_run(*args, tmp_path / "killed", device="cpu")
-    for key in ("final_acc", "final_acc_per_client", "final_loss", "best_acc"):
-        assert resumed[key] == full[key], key
+    assert_adaptation_resumes(ADAPT, run, tmp_path)
 
 
 def test_engine_config_takes_the_new_cohort_and_the_runs_fold():

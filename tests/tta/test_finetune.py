@@ -36,8 +36,8 @@ def test_engine_config_is_local_training_one_epoch_per_round():
 
 
 def test_unknown_method_or_option_is_a_clear_error():
-    with pytest.raises(ValueError, match="adapt.method: unknown 'tent'"):
-        adapt_method({"method": "tent"})
+    with pytest.raises(ValueError, match="adapt.method: unknown 'memo'"):
+        adapt_method({"method": "memo"})
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['steps'\]"):
         adapt_method({"method": "finetune"}).resolve({"method": "finetune", "steps": 3})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.feddc import FedDC
-from fedrepro.algorithms.fedicon import FedICON
+from fedrepro.algorithms.fedicon import FedICON, FedICONTest
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedpce import FedPCE
@@ -12,6 +12,7 @@ from fedrepro.algorithms.fedprox import FedProx
 from fedrepro.algorithms.moon import Moon
 from fedrepro.algorithms.personalized import FedBN, FedPer, Local
 from fedrepro.algorithms.scaffold import Scaffold
+from fedrepro.algorithms.test_time import T3A, Tent
 from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -29,6 +30,9 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedDC,
         FedPCE,
         FedICON,
+        FedICONTest,
+        Tent,
+        T3A,
     )
 }
 

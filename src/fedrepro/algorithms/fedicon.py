@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedrepro.algorithms.personalized import Local
 from fedrepro.fl.algorithm import Algorithm, ClientCtx
 from fedrepro.fl.contrastive import contrastive_loss, normalized, representation
 
@@ -70,14 +71,59 @@ class FedICON(Algorithm):
     def views(self, r: int) -> int:
         return 1 if self.classifier_round(r) else 2
 
+    def classifier_loss(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the classifier on the frozen encoder's representation."""
+        if self.frozen_bn == "eval":
+            model.eval()
+        with torch.no_grad():
+            h = representation(model, x)
+        return F.cross_entropy(model.get_classifier()(h), y)
+
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         model = ctx.model
         if self.classifier_round(ctx.round):
-            if self.frozen_bn == "eval":
-                model.eval()
-            with torch.no_grad():
-                h = representation(model, x)
-            return F.cross_entropy(model.get_classifier()(h), y)
+            return self.classifier_loss(model, x, y)
         z = normalized(representation(model, x))  # 2B rows: view 1 of the batch, then view 2
         labels = torch.cat([y, y]) if self.supervised else None
         return contrastive_loss(z, labels, self.temperature, self.base_temperature)
+
+
+class FedICONTest(Local):
+    """FedICON's test phase for one client (§4.1.2, §4.2 Eq. 7; docs/methods/fedicon.md),
+    on the ``adapt`` stage with every tensor kept on its client: first ``classifier_epochs``
+    epochs personalise the linear classifier on the client's labelled training data (frozen
+    encoder, as in the federated classifier rounds), then ``tta_epochs`` epochs of test-time
+    adaptation minimise the unsupervised contrastive loss (Eq. 7) of two augmented views of
+    the client's unlabelled test images over the encoder. ``tta_epochs: 0`` is Table 5's
+    variant without test-time adaptation."""
+
+    name = "fedicon_test"
+
+    def __init__(
+        self,
+        classifier_epochs: int = 5,
+        temperature: float = 0.1,
+        base_temperature: float | None = None,
+        frozen_bn: str = "eval",
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.classifier_epochs = int(classifier_epochs)
+        self.frozen = FedICON(frozen_bn=frozen_bn)  # the classifier rounds' objective
+        self.temperature = float(temperature)
+        self.base_temperature = None if base_temperature is None else float(base_temperature)
+
+    def adapting(self, r: int) -> bool:
+        return r > self.classifier_epochs
+
+    def fit_split(self, r: int) -> str:
+        return "test" if self.adapting(r) else "train"
+
+    def views(self, r: int) -> int:
+        return 2 if self.adapting(r) else 1
+
+    def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not self.adapting(ctx.round):
+            return self.frozen.classifier_loss(ctx.model, x, y)
+        z = normalized(representation(ctx.model, x))
+        return contrastive_loss(z, None, self.temperature, self.base_temperature)

@@ -106,6 +106,17 @@ class Algorithm:
         image (FedICON's contrastive rounds use 2)."""
         return 1
 
+    def fit_split(self, r: int) -> str:
+        """What round ``r`` trains on: ``train`` (labelled training data) or ``test`` (the
+        client's own test images, augmented as training images are, their labels hidden:
+        every label reads −1; test-time adaptation)."""
+        return "train"
+
+    def predictor(self, model: nn.Module) -> nn.Module:
+        """What evaluates one client (called once per client, its tensors loaded): the model,
+        or a module around it that adapts while it predicts (T3A)."""
+        return model
+
     def client_begin(self, ctx: ClientCtx) -> None:
         """Called after the received tensors are loaded, before local training."""
 

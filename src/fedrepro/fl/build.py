@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from fedrepro.data.batches import MEAN, STD, channel_stats
+from fedrepro.data.corruptions import COMMON9, CORRUPTIONS, random_corruptions
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
 from fedrepro.models.registry import BACKBONES, create_backbone
@@ -113,3 +114,27 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
         model, model_cfg.get("tuning", "full"), **model_cfg.get("tuning_options", {})
     )
     return tuned.to(device)
+
+
+SHIFT_CORRUPTIONS = {"common9": COMMON9, "all": CORRUPTIONS}
+
+
+def shifted_test_images(images: torch.Tensor, shift: dict, seed: int) -> torch.Tensor:
+    """A run's test images under a test-time shift (FedICON §5.1), made once per job.
+
+    ``{"kind": "corrupt", "corruptions": "common9" | "all", "severity": s}``: every image is
+    corrupted by a corruption drawn uniformly per image at severity s (the covariate shift of
+    FedTHE and FedICON; ``common9`` is the nine FedICON's code draws from, ``all`` the 15 of
+    CIFAR-10-C), the draws seeded by ``seed``, so every method adapted from runs of one seed
+    sees the same shifted images."""
+    kind = shift.get("kind")
+    if kind != "corrupt":
+        raise ValueError(f"test_shift.kind: {kind!r} (allowed: corrupt)")
+    names = shift.get("corruptions", "common9")
+    if names not in SHIFT_CORRUPTIONS:
+        allowed = ", ".join(SHIFT_CORRUPTIONS)
+        raise ValueError(f"test_shift.corruptions: {names!r} (allowed: {allowed})")
+    out, _ = random_corruptions(
+        images, int(shift.get("severity", 5)), seed, SHIFT_CORRUPTIONS[names]
+    )
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from fedrepro.fl.optim import (
     param_groups,
 )
 from fedrepro.fl.sampling import derive_seed, sample_clients
-from fedrepro.fl.tensors import all_finite, nbytes, put, take
+from fedrepro.fl.tensors import all_finite, named_state, nbytes, put, take
 from fedrepro.fl.timing import NULL_CLOCK
 
 COHORTS = ("all", "collaborative", "new")
@@ -128,11 +128,14 @@ def run_rounds(
     checkpoint: Path | None = None,
     log: Callable[[str], None] = print,
     clock=NULL_CLOCK,
+    start_local: dict[int, dict] | None = None,
 ) -> RunState:
     """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists.
 
     A ``fedrepro.fl.timing.PhaseClock`` as ``clock`` adds each round's seconds per phase
-    to its history row (``phases``); the default clock times nothing.
+    to its history row (``phases``); the default clock times nothing. ``start_local``
+    (client -> tensors) gives clients their own starting local tensors (an adaptation of a
+    run whose clients kept some).
     """
     tcfg = cfg["train"]
     seed = int(cfg["seed"])
@@ -140,8 +143,16 @@ def run_rounds(
     every = int(cfg.get("checkpoint_every", 1))
     algorithm.configure([len(t) for t in clients.train], tcfg)
     algorithm.setup(model, len(clients))
+    if start_local:  # a client's own tensors are its own even where they no longer train
+        present = set(named_state(model)) - set(algorithm.shared)
+        own = {n for v in start_local.values() for n in v if n in present}
+        algorithm.local = sorted(set(algorithm.local) | own)
     init_local = take(model, algorithm.local)
-    state = RunState(shared=take(model, algorithm.shared))
+    own = {  # complete per client: the model's local tensors, then the client's own ones
+        k: {**init_local, **{n: t for n, t in v.items() if n in init_local}}
+        for k, v in (start_local or {}).items()
+    }
+    state = RunState(shared=take(model, algorithm.shared), local=own)
     saved = load_checkpoint(checkpoint) if checkpoint else None
     if saved is not None:
         state = RunState(
@@ -156,6 +167,7 @@ def run_rounds(
     device = next(model.parameters()).device
     state.shared = {k: v.to(device) for k, v in state.shared.items()}
     keep_optim = tcfg.get("optimizer_state", "fresh") == "client"
+    unlabeled = replace(train, images=test.images, labels=torch.full_like(test.labels, -1))
 
     for r in range(state.round + 1, rounds + 1):
         t0 = time.perf_counter()
@@ -181,10 +193,11 @@ def run_rounds(
             algorithm.client_begin(ctx)
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
             gen = _generator(device, seed, r, k, pos)
+            on_test = algorithm.fit_split(r) == "test"
             ctx.steps, _ = train_epochs(
                 model,
-                train,
-                clients.train[k],
+                unlabeled if on_test else train,
+                clients.test[k] if on_test else clients.train[k],
                 tcfg,
                 lr,
                 int(tcfg.get("local_epochs", 1)),
@@ -293,7 +306,9 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
             if algorithm.personalized:
                 put(model, client_local(algorithm, state, k, init_local, device))
             gen = _generator(device, seed, r, k, 0xE7A1)
-            per_client.append(predict(model, test, idx, gen, clients.transforms[k], **opts))
+            per_client.append(
+                predict(algorithm.predictor(model), test, idx, gen, clients.transforms[k], **opts)
+            )
     n = sum(len(c) for c, _ in per_client)
     hits = sum(float(c.sum()) for c, _ in per_client)
     loss = sum(float(losses.sum()) for _, losses in per_client)

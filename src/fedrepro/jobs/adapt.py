@@ -58,6 +58,13 @@ def prepare_adapt(
     for prefix in ("global.", "client0.") if method.start == "client0" else ("global.",):
         start = {k.removeprefix(prefix): v for k, v in saved.items() if k.startswith(prefix)}
         put(job.model, {k: v.to(job.device) for k, v in start.items()})
+    if method.start == "own":  # each client from the global tensors and its own local ones
+        own: dict[int, dict] = {}
+        for key, value in saved.items():
+            if key.startswith("client"):
+                k, name = key.removeprefix("client").split(".", 1)
+                own.setdefault(int(k), {})[name] = value.to(job.device)
+        job.start_local = own
     if method.trains is not None:
         keep = method.trains(job.model, job.algorithm)
         for name, p in job.model.named_parameters():

@@ -17,7 +17,13 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.atomic import atomic_write, write_json
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
-from fedrepro.fl.build import build_model, load_train_test, pick_device, pooled
+from fedrepro.fl.build import (
+    build_model,
+    load_train_test,
+    pick_device,
+    pooled,
+    shifted_test_images,
+)
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.geometry import silhouette_vs_shuffled
@@ -76,6 +82,7 @@ class Job:
     test: DeviceData
     clients: Clients
     device: torch.device
+    start_local: dict[int, dict] | None = None  # each client's own starting local tensors
 
     def run(self, checkpoint: Path | None, log=print) -> RunState:
         return run_rounds(
@@ -87,6 +94,7 @@ class Job:
             self.clients,
             checkpoint,
             log,
+            start_local=self.start_local,
         )
 
 
@@ -99,6 +107,8 @@ def load_job(
     train_split, train, test = load_train_test(cfg, data_dir, dev, img_size)
     part = json.loads(Path(partition).read_text())
     train.images = stylize_split(train.images, part)  # FedIns's γ; unchanged without styles
+    if cfg.get("test_shift") is not None:
+        test.images = shifted_test_images(test.images, cfg["test_shift"], int(cfg["seed"]))
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
     algorithm = make_algorithm(cfg["algorithm"])
     num_train, num_test = len(train.labels), len(test.labels)

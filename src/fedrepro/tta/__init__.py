@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from fedrepro.tta.client_train import CLIENT_TRAIN
 from fedrepro.tta.finetune import FINETUNE, AdaptMethod
+from fedrepro.tta.test_time import EVALUATE, FEDICON_TEST, T3A, TENT
 
-ADAPT_METHODS: dict[str, AdaptMethod] = {m.name: m for m in (FINETUNE, CLIENT_TRAIN)}
+ADAPT_METHODS: dict[str, AdaptMethod] = {
+    m.name: m for m in (FINETUNE, CLIENT_TRAIN, EVALUATE, TENT, T3A, FEDICON_TEST)
+}
 
 
 def adapt_method(adapt: dict) -> AdaptMethod:

@@ -23,7 +23,8 @@ class AdaptMethod:
     # option -> default (None: taken from the trained run's ``train`` block)
     options: dict[str, Any] = field(default_factory=dict)
     # "global": start from the run's global model and refuse runs with client-local tensors;
-    # "client0": global tensors plus the first client's local ones (FedPCE's client training)
+    # "client0": global tensors plus the first client's local ones (FedPCE's client training);
+    # "own": global tensors plus each client's own local ones (test-time methods)
     start: str = "global"
     # which tensors train, given the model and the engine's algorithm (None: the run's own)
     trains: Callable[[Any, Any], set[str]] | None = None
@@ -43,18 +44,29 @@ class AdaptMethod:
         return self.engine_config(run, self.resolve(adapt))
 
 
-def _finetune_config(run: dict, adapt: dict) -> dict:
+def local_engine_config(run: dict, adapt: dict, algorithm: dict, rounds: int) -> dict:
+    """The engine config of a per-client adaptation of ``run``: ``algorithm`` (one that keeps
+    every tensor on its client), all clients every round, one local epoch per round for
+    ``rounds`` rounds at a constant rate, a checkpoint after every round; the adapt block's
+    ``lr``, ``batch_size``, ``momentum`` and ``weight_decay`` where given, its ``shift`` as
+    the test-time shift of the clients' test images."""
     cfg = copy.deepcopy(run)
     train = cfg["train"]
     for key in ("lr", "batch_size", "momentum", "weight_decay"):
         if adapt.get(key) is not None:
             train[key] = adapt[key]
-    train.update(rounds=int(adapt["epochs"]), local_epochs=1, fraction=1.0, replacement=False)
+    train.update(rounds=int(rounds), local_epochs=1, fraction=1.0, replacement=False)
     train["schedule"] = {"kind": "constant"}
-    cfg["algorithm"] = {"name": "local"}
+    cfg["algorithm"] = algorithm
     cfg["eval_every"] = int(adapt["eval_every"])
     cfg["checkpoint_every"] = 1
+    if adapt.get("shift") is not None:
+        cfg["test_shift"] = adapt["shift"]
     return cfg
+
+
+def _finetune_config(run: dict, adapt: dict) -> dict:
+    return local_engine_config(run, adapt, {"name": "local"}, adapt["epochs"])
 
 
 FINETUNE = AdaptMethod(

@@ -1,0 +1,70 @@
+"""Test-time methods on the ``adapt`` stage (FedICON §4.2, §5.1; docs/methods/fedicon.md).
+
+Each starts every client from the trained run's global tensors and its own local ones
+(``start: own``), keeps every tensor on its client and never sends anything, adapts on the
+client's own data only, and is evaluated per client. ``shift`` (every method) puts the
+clients' test images under a test-time shift (``fedrepro.fl.build.shifted_test_images``).
+
+- ``evaluate``: no adaptation; the run's clients evaluated (under the shift).
+- ``tent``: entropy minimisation over the batch-norm affine parameters on the client's
+  unlabelled test set, ``epochs`` passes (FedICON's code: 5 epochs, SGD lr 0.005, momentum
+  0.9, weight decay 5e-4, batch 128, ``SonyResearch/COALA@e55ac8a``).
+- ``t3a``: no gradients; prototype classifier updated while predicting.
+- ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
+  adaptation (``tta_epochs: 0`` leaves it out).
+"""
+
+from __future__ import annotations
+
+from fedrepro.algorithms.test_time import batch_norm_affine
+from fedrepro.tta.finetune import AdaptMethod, local_engine_config
+
+_COMMON = {
+    "lr": None,
+    "batch_size": None,
+    "momentum": None,
+    "weight_decay": None,
+    "eval_every": 1,
+    "shift": None,
+}
+
+
+def _evaluate_config(run: dict, adapt: dict) -> dict:
+    return local_engine_config(run, adapt, {"name": "local"}, 1)
+
+
+def _tent_config(run: dict, adapt: dict) -> dict:
+    return local_engine_config(run, adapt, {"name": "tent"}, adapt["epochs"])
+
+
+def _t3a_config(run: dict, adapt: dict) -> dict:
+    return local_engine_config(run, adapt, {"name": "t3a", "filter_k": adapt["filter_k"]}, 1)
+
+
+def _fedicon_test_config(run: dict, adapt: dict) -> dict:
+    algorithm = {
+        "name": "fedicon_test",
+        "classifier_epochs": adapt["classifier_epochs"],
+        "temperature": adapt["temperature"],
+    }
+    rounds = int(adapt["classifier_epochs"]) + int(adapt["tta_epochs"])
+    return local_engine_config(run, adapt, algorithm, rounds)
+
+
+def _nothing(model, algorithm) -> set[str]:
+    return set()
+
+
+def _batch_norm_affine(model, algorithm) -> set[str]:
+    return batch_norm_affine(model)
+
+
+EVALUATE = AdaptMethod("evaluate", _evaluate_config, dict(_COMMON), "own", _nothing)
+TENT = AdaptMethod("tent", _tent_config, {**_COMMON, "epochs": 1}, "own", _batch_norm_affine)
+T3A = AdaptMethod("t3a", _t3a_config, {**_COMMON, "filter_k": 50}, "own", _nothing)
+FEDICON_TEST = AdaptMethod(
+    "fedicon_test",
+    _fedicon_test_config,
+    {**_COMMON, "classifier_epochs": 5, "tta_epochs": 5, "temperature": 0.1},
+    "own",
+)
