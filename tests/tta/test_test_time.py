@@ -5,13 +5,15 @@ files or another client, and a killed adaptation job resumes to the same numbers
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from fedrepro.algorithms.test_time import T3APredictor, batch_norm_affine
+from fedrepro.algorithms.test_time import T3APredictor, batch_norm_affine, entropy
+from fedrepro.fl.algorithm import ClientCtx
 from fedrepro.fl.build import shifted_test_images
 from fedrepro.fl.contrastive import representation
 from fedrepro.jobs.adapt import adapt_run, prepare_adapt
@@ -181,9 +183,47 @@ def test_evaluate_under_shift_differs_from_the_clean_evaluation(tmp_path):
     assert clean["final_acc_per_client"] != shifted["final_acc_per_client"]
 
 
-@pytest.mark.parametrize("method", ["tent", "fedicon_test"])
+@pytest.mark.parametrize("method", ["tent", "eata", "fedicon_test"])
 def test_a_killed_adaptation_resumes_to_identical_numbers(tmp_path, method):
     run = trained(tmp_path)
-    adapt = {"method": method, "epochs": 3} if method == "tent" else {
-        "method": method, "classifier_epochs": 1, "tta_epochs": 2}  # fmt: skip
+    adapt = {"method": method, "classifier_epochs": 1, "tta_epochs": 2}
+    if method != "fedicon_test":
+        adapt = {"method": method, "epochs": 3}
     assert_adaptation_resumes(adapt, run, tmp_path)
+
+
+def test_eata_adapts_batch_norm_affine_and_skips_unreliable_batches(tmp_path):
+    run = trained(tmp_path)
+    job, before, state = _adapt(tmp_path, run, {"method": "eata", "fisher_size": 32})
+    bn = batch_norm_affine(job.model)
+    for k in range(4):
+        for name, value in state.local[k].items():
+            if name not in bn:
+                assert torch.equal(value, before[name]), (k, name)
+    assert any(not torch.equal(state.local[0][n], before[n]) for n in bn)
+    eata = job.algorithm
+    assert set(eata.clients) == {0, 1, 2, 3}
+    assert set(eata.clients[0]["fisher"]) == bn
+    ctx = ClientCtx(0, job.model, {}, 0.1, 0.0, 1, round=1)
+    x = torch.randn(6, 3, 32, 32)
+    eata.e_margin = 1e-9  # every sample unreliable: no step at all
+    assert eata.objective(ctx, x, None) is None
+
+
+def test_eata_without_anchor_or_filters_is_entropy_weighted_tent(tmp_path):
+    run = trained(tmp_path)
+    # E0 = ln C (no softmax is above the uniform's entropy), ε beyond any cosine
+    adapt = {"method": "eata", "fisher_alpha": 0.0, "e_margin": 1.0, "d_margin": 2.0,
+             "fisher_size": 16}  # fmt: skip
+    job, _ = prepare_adapt(adapt, run, tmp_path / "data", tmp_path / "part.json", device="cpu")
+    job.algorithm.setup(job.model, 4)
+    ctx = ClientCtx(0, job.model, {}, 0.1, 0.0, 1, round=1, data=job.train,
+                    idx=job.clients.train[0])  # fmt: skip
+    job.algorithm.client_begin(ctx)
+    x = torch.randn(6, 3, 32, 32)
+    loss = job.algorithm.objective(ctx, x, None)
+    out = job.model(x)
+    ent = entropy(out)
+    expected = (ent * torch.exp(math.log(out.shape[1]) - ent)).mean()
+    assert math.isfinite(float(expected.detach()))
+    assert float(loss.detach()) == pytest.approx(float(expected.detach()), rel=1e-6)

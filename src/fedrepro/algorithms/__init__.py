@@ -10,9 +10,9 @@ from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedpce import FedPCE
 from fedrepro.algorithms.fedprox import FedProx
 from fedrepro.algorithms.moon import Moon
-from fedrepro.algorithms.personalized import FedBN, FedPer, Local
+from fedrepro.algorithms.personalized import FedBN, FedPer, FedRep, Local
 from fedrepro.algorithms.scaffold import Scaffold
-from fedrepro.algorithms.test_time import T3A, Tent
+from fedrepro.algorithms.test_time import EATA, T3A, Tent
 from fedrepro.fl.algorithm import Algorithm
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -24,6 +24,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedNova,
         FedBN,
         FedPer,
+        FedRep,
         Local,
         FedIns,
         Moon,
@@ -32,6 +33,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedICON,
         FedICONTest,
         Tent,
+        EATA,
         T3A,
     )
 }

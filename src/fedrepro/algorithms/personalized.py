@@ -1,4 +1,5 @@
-"""Partial sharing: FedBN keeps normalisation layers local, FedPer keeps the head local."""
+"""Partial sharing: FedBN keeps normalisation layers local, FedPer and FedRep keep the head
+local."""
 
 from __future__ import annotations
 
@@ -22,6 +23,29 @@ class FedPer(Algorithm):
 
     def local_keys(self, model) -> set[str]:
         return set(head_keys(model))
+
+
+class FedRep(Algorithm):
+    """Collins et al. 2021: the head is personal; each round a client first trains its head
+    for ``head_epochs`` with the body frozen, then the body for the round's local epochs with
+    the head frozen, and sends the body (docs/methods/baselines.md)."""
+
+    name = "fedrep"
+
+    def __init__(self, head_epochs: int = 10, **kw):
+        super().__init__(**kw)
+        self.head_epochs = int(head_epochs)
+
+    def local_keys(self, model) -> set[str]:
+        return set(head_keys(model))
+
+    def setup(self, model, num_clients: int) -> None:
+        super().setup(model, num_clients)
+        self.head = set(head_keys(model)) & set(self.trainable)
+
+    def local_phases(self, r: int, epochs: int) -> list[tuple[set[str], int]]:
+        body = set(self.trainable) - self.head
+        return [(self.head, self.head_epochs), (body, epochs)]
 
 
 class Local(Algorithm):

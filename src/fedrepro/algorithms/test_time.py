@@ -5,6 +5,11 @@ stage as engine runs in which every tensor stays on its client and nothing is se
 - **Tent** (Wang et al., ICLR 2021): minimise the mean softmax entropy of the client's
   unlabelled test batches over the batch-norm affine parameters only, batch norm always
   normalising with the batch's own statistics (training and prediction alike).
+- **EATA** (Niu et al., ICML 2022): Tent on the reliable and non-redundant samples only
+  (entropy below ``e_margin``·ln C; softmax not within cosine ``d_margin`` of the running mean
+  of earlier selected ones), each weighted by exp(E0 − entropy), plus the Fisher-weighted
+  anchor ``fisher_alpha`` Σ F (θ − θ0)², F from pseudo-label cross-entropy gradients on up to
+  ``fisher_size`` of the client's training images (the in-distribution data it has).
 - **T3A** (Iwasawa & Matsuo, NeurIPS 2021): no gradients; the linear classifier is replaced by
   prototypes of support representations that grow with each predicted test batch, the
   ``filter_k`` lowest-entropy supports per class kept (50, FedTHE's setting, which FedICON's
@@ -12,6 +17,8 @@ stage as engine runs in which every tensor stays on its client and nothing is se
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -64,6 +71,90 @@ class Tent(Local):
 
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return entropy(ctx.model(x)).mean()
+
+
+class EATA(Tent):
+    name = "eata"
+
+    def __init__(
+        self,
+        e_margin: float = 0.4,
+        d_margin: float = 0.05,
+        fisher_alpha: float = 2000.0,
+        fisher_size: int = 2000,
+        fisher_batch: int = 64,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.e_margin = float(e_margin)  # × ln C
+        self.d_margin = float(d_margin)
+        self.fisher_alpha = float(fisher_alpha)
+        self.fisher_size = int(fisher_size)
+        self.fisher_batch = int(fisher_batch)
+        self.clients: dict[int, dict] = {}  # client -> fisher, anchor, probs
+
+    def client_begin(self, ctx: ClientCtx) -> None:
+        if ctx.client not in self.clients:  # once per client, at its starting weights
+            self.clients[ctx.client] = self._fisher(ctx)
+
+    def _fisher(self, ctx: ClientCtx) -> dict:
+        model = ctx.model
+        params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+        fisher = {n: torch.zeros_like(p) for n, p in params.items()}
+        idx = ctx.idx[: self.fisher_size]
+        batches = 0
+        model.train()
+        for start in range(0, len(idx), self.fisher_batch):
+            x, _ = ctx.data.batch(idx[start : start + self.fisher_batch])
+            out = model(x)
+            grads = torch.autograd.grad(F.cross_entropy(out, out.argmax(1)), list(params.values()))
+            for n, g in zip(params, grads, strict=True):
+                fisher[n] += g.detach() ** 2
+            batches += 1
+        fisher = {n: f / max(batches, 1) for n, f in fisher.items()}
+        anchor = {n: p.detach().clone() for n, p in params.items()}
+        return {"fisher": fisher, "anchor": anchor, "probs": None}
+
+    def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+        state = self.clients[ctx.client]
+        out = ctx.model(x)
+        margin = self.e_margin * math.log(out.shape[1])
+        ent = entropy(out)
+        reliable = ent < margin
+        probs = out[reliable].softmax(1)
+        fresh = torch.ones(len(probs), dtype=torch.bool, device=out.device)
+        if state["probs"] is not None and len(probs):
+            similar = F.cosine_similarity(state["probs"].to(out.device)[None], probs, dim=1)
+            fresh = similar.abs() < self.d_margin
+        chosen = probs[fresh].detach()
+        if len(chosen):
+            mean = chosen.mean(0)
+            old = state["probs"]
+            state["probs"] = mean if old is None else 0.9 * old.to(mean.device) + 0.1 * mean
+        picked = ent[reliable][fresh]
+        if not len(picked):
+            return None
+        loss = (picked * torch.exp(margin - picked.detach())).mean()
+        params = dict(ctx.model.named_parameters())
+        for n, f in state["fisher"].items():
+            p = params[n]
+            anchor = state["anchor"][n].to(p.device)
+            loss = loss + self.fisher_alpha * (f.to(p.device) * (p - anchor) ** 2).sum()
+        return loss
+
+    def state_dict(self) -> dict:
+        return {
+            "clients": {k: {n: _cpu(v) for n, v in st.items()} for k, st in self.clients.items()}
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.clients = {int(k): dict(v) for k, v in state.get("clients", {}).items()}
+
+
+def _cpu(value):
+    if isinstance(value, dict):
+        return {k: v.cpu() for k, v in value.items()}
+    return None if value is None else value.cpu()
 
 
 class T3APredictor(nn.Module):

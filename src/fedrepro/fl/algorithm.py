@@ -9,6 +9,7 @@ client, everything else (frozen parameters, integer counters) never moves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +30,8 @@ class ClientCtx:
     num_samples: int
     steps: int = 0
     round: int = 0
+    data: Any = None  # the client's labelled training data (a DeviceData) ...
+    idx: torch.Tensor | None = None  # ... and its indices into it (EATA's Fisher, FedTHE)
 
 
 @dataclass
@@ -105,6 +108,12 @@ class Algorithm:
         batch's views stacked (view 1 of every image, then view 2, ...) and one label each
         image (FedICON's contrastive rounds use 2)."""
         return 1
+
+    def local_phases(self, r: int, epochs: int) -> list[tuple[set[str], int]] | None:
+        """Round ``r``'s local training as phases ``(trainable keys, epochs)``, each with a
+        fresh optimiser over its keys only (FedRep: the head, then the body); None: one
+        phase of ``epochs`` over every trainable tensor."""
+        return None
 
     def fit_split(self, r: int) -> str:
         """What round ``r`` trains on: ``train`` (labelled training data) or ``test`` (the

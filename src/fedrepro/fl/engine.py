@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -180,7 +181,6 @@ def run_rounds(
         for pos, k in enumerate(picked):
             put(model, state.shared)
             put(model, client_local(algorithm, state, k, init_local, device))
-            opt = client_optimizer(model, tcfg, r, lr, state.optim.get(k) if keep_optim else None)
             ctx = ClientCtx(
                 k,
                 model,
@@ -189,26 +189,43 @@ def run_rounds(
                 float(tcfg.get("momentum", 0.0)),
                 len(clients.train[k]),
                 round=r,
+                data=train,
+                idx=clients.train[k],
             )
+            epochs = int(tcfg.get("local_epochs", 1))
+            phases = algorithm.local_phases(r, epochs)
+            if phases is not None and keep_optim:
+                raise ValueError("train.optimizer_state: client cannot keep phased optimisers")
+            opt = None
+            if phases is None:
+                opt = client_optimizer(
+                    model, tcfg, r, lr, state.optim.get(k) if keep_optim else None
+                )
             algorithm.client_begin(ctx)
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
             gen = _generator(device, seed, r, k, pos)
             on_test = algorithm.fit_split(r) == "test"
-            ctx.steps, _ = train_epochs(
+            fit = partial(
+                train_epochs,
                 model,
                 unlabeled if on_test else train,
                 clients.test[k] if on_test else clients.train[k],
                 tcfg,
                 lr,
-                int(tcfg.get("local_epochs", 1)),
-                gen,
-                clients.transforms[k],
-                lambda ctx=ctx: algorithm.correct_gradients(ctx),
-                partial(algorithm.objective, ctx),
-                clock,
-                opt,
-                algorithm.views(r),
+                generator=gen,
+                transform=clients.transforms[k],
+                correct_gradients=lambda ctx=ctx: algorithm.correct_gradients(ctx),
+                objective=partial(algorithm.objective, ctx),
+                clock=clock,
+                views=algorithm.views(r),
             )
+            if phases is None:
+                ctx.steps, _ = fit(epochs=epochs, optimizer=opt)
+            else:
+                for keys, phase_epochs in phases:
+                    with trainable_only(model, keys):
+                        phase_opt = client_optimizer(model, tcfg, r, lr, None)
+                        ctx.steps += fit(epochs=phase_epochs, optimizer=phase_opt)[0]
             if keep_optim and opt is not None:
                 state.optim[k] = optimizer_state(opt)
             payloads.append(algorithm.client_end(ctx))
@@ -277,6 +294,19 @@ def client_optimizer(model: nn.Module, tcfg: dict, r: int, lr: float, saved: lis
     if saved is not None:
         load_optimizer_state(opt, saved)
     return opt
+
+
+@contextmanager
+def trainable_only(model: nn.Module, keys: set[str]):
+    """Only ``keys`` among the trainable parameters train inside the block."""
+    frozen = [p for n, p in model.named_parameters() if p.requires_grad and n not in keys]
+    for p in frozen:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
 
 
 def client_local(algorithm: Algorithm, state: RunState, k: int, init_local: dict, device) -> dict:

@@ -50,7 +50,8 @@ def train_epochs(
     ``optimizer`` (default: a fresh one over the trainable parameters at ``lr``) is the
     engine's when it keeps per-client state or parameter groups.
 
-    ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``);
+    ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``), or
+    None to take no step on it;
     with ``views`` > 1, ``x`` stacks that many independently augmented copies of the batch.
     A last batch of one sample is dropped (batch norm cannot train on it), every short last
     batch with ``train.drop_last`` (PyTorch's DataLoader flag, as FedIns's code trains).
@@ -96,6 +97,8 @@ def train_epochs(
             with clock.phase("step"):
                 with autocast(x, precision):
                     loss = objective(x, y)
+                if loss is None:  # the objective selected nothing in this batch (EATA)
+                    continue
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if correct_gradients is not None:

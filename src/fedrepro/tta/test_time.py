@@ -9,6 +9,8 @@ clients' test images under a test-time shift (``fedrepro.fl.build.shifted_test_i
 - ``tent``: entropy minimisation over the batch-norm affine parameters on the client's
   unlabelled test set, ``epochs`` passes (FedICON's code: 5 epochs, SGD lr 0.005, momentum
   0.9, weight decay 5e-4, batch 128, ``SonyResearch/COALA@e55ac8a``).
+- ``eata``: Tent on reliable, non-redundant samples with a Fisher anchor (EATA's defaults:
+  E0 = 0.4·ln C, ε = 0.05, β = 2000, 2000 Fisher samples, here the client's training images).
 - ``t3a``: no gradients; prototype classifier updated while predicting.
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
   adaptation (``tta_epochs: 0`` leaves it out).
@@ -19,6 +21,7 @@ from __future__ import annotations
 from fedrepro.algorithms.test_time import batch_norm_affine
 from fedrepro.tta.finetune import AdaptMethod, local_engine_config
 
+EATA_OPTIONS = {"e_margin": 0.4, "d_margin": 0.05, "fisher_alpha": 2000.0, "fisher_size": 2000}
 _COMMON = {
     "lr": None,
     "batch_size": None,
@@ -35,6 +38,11 @@ def _evaluate_config(run: dict, adapt: dict) -> dict:
 
 def _tent_config(run: dict, adapt: dict) -> dict:
     return local_engine_config(run, adapt, {"name": "tent"}, adapt["epochs"])
+
+
+def _eata_config(run: dict, adapt: dict) -> dict:
+    algorithm = {"name": "eata", **{k: adapt[k] for k in EATA_OPTIONS}}
+    return local_engine_config(run, adapt, algorithm, adapt["epochs"])
 
 
 def _t3a_config(run: dict, adapt: dict) -> dict:
@@ -61,6 +69,9 @@ def _batch_norm_affine(model, algorithm) -> set[str]:
 
 EVALUATE = AdaptMethod("evaluate", _evaluate_config, dict(_COMMON), "own", _nothing)
 TENT = AdaptMethod("tent", _tent_config, {**_COMMON, "epochs": 1}, "own", _batch_norm_affine)
+EATA = AdaptMethod(
+    "eata", _eata_config, {**_COMMON, "epochs": 1, **EATA_OPTIONS}, "own", _batch_norm_affine
+)
 T3A = AdaptMethod("t3a", _t3a_config, {**_COMMON, "filter_k": 50}, "own", _nothing)
 FEDICON_TEST = AdaptMethod(
     "fedicon_test",
