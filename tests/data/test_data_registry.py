@@ -21,6 +21,7 @@ EXPECTED = {  # name: (classes, channels, native size, splits, domains)
     "synthdigits": (10, 3, 32, ("train", "test"), 0),
     "mnistm": (10, 3, 28, ("train", "test"), 0),
     "digits": (10, 3, 32, ("train", "test"), 4),
+    "digit5": (10, 3, 32, ("train", "test"), 5),
     "tinyimagenet": (200, 3, 64, ("train", "test"), 0),
     "domainnet": (10, 3, 224, ("train", "test"), 6),
     "office10": (10, 3, 256, ("train", "test"), 4),

@@ -19,10 +19,14 @@ def domain(p: Params, data: PartitionData, rng: np.random.Generator) -> list[Cli
     """Each selected domain is split uniformly (class-stratified) into ``clients_per_domain``
     clients (FedBN/FedICON Digits: 1; FedPCE Digits: K). The test split follows by domain via
     the caller's per-(domain, class) allocation; ``new_fraction`` flags FedPCE's new clients
-    per domain."""
+    per domain; ``group_by_domain`` reports each client under its domain (FedICON's columns:
+    accuracy pooled per domain)."""
     train_domains = _require_domains(p, data)
     per_domain = p.number("clients_per_domain", 1, lo=1, integer=True)
     new_fraction = p.number("new_fraction", 0.0, lo=0, hi=1)
+    group_by_domain = p.raw("group_by_domain", False, allowed="true or false")
+    if not isinstance(group_by_domain, bool):
+        raise p.error("group_by_domain", f"is {group_by_domain!r}; expected true or false")
     given = p.raw("domains", None)
     if given is not None and not (isinstance(given, list | tuple) and given):
         raise p.error("domains", f"is {given!r}; expected a non-empty list of domain names")
@@ -52,7 +56,10 @@ def domain(p: Params, data: PartitionData, rng: np.random.Generator) -> list[Cli
         # classes a capped training share happens to miss
         test = np.flatnonzero(data.test_domains == d) if per_domain == 1 else None
         for part in stratified_split(members_of[d], data.train_labels, per_domain, rng):
-            clients.append(ClientPart(part, test, domain=data.domain_names[d]))
+            name = data.domain_names[d]
+            clients.append(
+                ClientPart(part, test, domain=name, group=name if group_by_domain else None)
+            )
     mark_new_clients(clients, per_domain, new_fraction, rng)
     return clients
 

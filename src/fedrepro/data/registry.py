@@ -16,6 +16,7 @@ __all__ = [
     "CORRUPTIONS",
     "DATASETS",
     "DIGITS_DOMAINS",
+    "DIGIT5_DOMAINS",
     "DatasetSpec",
     "RemoteFile",
     "get_dataset",
@@ -120,6 +121,7 @@ OFFICE_CLASSES = (
 OFFICE_DOMAINS = ("amazon", "caltech", "dslr", "webcam")
 # FedPCE's Digits (§5.1): four digit datasets as the domains of one, all at 32 px in RGB.
 DIGITS_DOMAINS = ("mnist", "svhn", "usps", "synthdigits")
+DIGIT5_DOMAINS = ("mnist", "svhn", "usps", "synthdigits", "mnistm")  # FedICON's Digit-5
 
 # The 15 benchmark corruptions of CIFAR-10-C, in the Hendrycks & Dietterich order.
 CORRUPTIONS = (
@@ -384,6 +386,15 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         splits=("train", "test"),
         domains=DIGITS_DOMAINS,
         components=DIGITS_DOMAINS,
+    ),
+    DatasetSpec(
+        name="digit5",
+        classes=DIGITS,
+        channels=3,
+        image_size=32,
+        splits=("train", "test"),
+        domains=DIGIT5_DOMAINS,
+        components=DIGIT5_DOMAINS,
     ),
     DatasetSpec(
         name="tinyimagenet",
