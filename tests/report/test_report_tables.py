@@ -188,3 +188,18 @@ def test_versus_marks_each_cell_against_the_reference_row(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="'versus'"):
         make_table({**manifest, "spec": {**spec, "versus": {"label": "dataset"}}},
                    tmp_path / "bad")  # fmt: skip
+
+
+def test_standard_error_spread_divides_the_std_by_root_n(tmp_path: Path) -> None:
+    """FedICON prints mean (standard error): ``spread: se`` gives std/√n (3 seeds here)."""
+    runs = tmp_path / "runs"
+    spec = {"rows": "algorithm", "columns": "variant", "spread": "se"}
+    cells = {("x", "FedAvg", "a"): (50.0, 3.0)}
+    manifest = make_manifest(cells, ("dataset", "algorithm", "variant"), runs, spec=spec)
+    make_table(with_files(manifest, runs), tmp_path / "se", None)
+    csv = pd.read_csv(tmp_path / "se.csv")
+    assert csv["std"].iloc[0] == pytest.approx(3.0 / 3**0.5)
+    assert "standard error" in (tmp_path / "se.md").read_text()
+    bad = {**manifest, "spec": {**spec, "spread": "iqr"}}
+    with pytest.raises(ValueError, match="spread"):
+        make_table(with_files(bad, runs), tmp_path / "bad", None)

@@ -13,6 +13,9 @@ Item spec keys (``manifest["spec"]``):
     (``final_acc_per_client``) and every client index becomes a value of that label.
 ``fmt``
     Python format for numbers, default ``"{:.2f}"``.
+``spread``
+    ``std`` (default: the sample standard deviation over seeds) or ``se`` (its standard
+    error, std/√n, as FedICON prints "mean (standard error)").
 ``metric_label`` / ``accuracy`` / ``caption``
     optional wording: how the metric is named, which accuracy it is (e.g.
     ``final-round``), extra caption text.
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedrepro.report import results
@@ -118,6 +122,16 @@ def _parse_diffs(spec: dict[str, Any], columns: list[str], where: str) -> list[D
     return parsed
 
 
+SPREADS = ("std", "se")
+
+
+def _spread(spec: dict[str, Any], where: str) -> str:
+    spread = spec.get("spread", "std")
+    if spread not in SPREADS:
+        raise ValueError(f"{where}: spec key 'spread' is {spread!r} (allowed: std, se)")
+    return spread
+
+
 def _fmt_pm(mean: float, std: float, fmt: str) -> str:
     """``mean ± std``; a dash for a missing mean; no ± when std is undefined."""
     if not math.isfinite(mean):
@@ -194,6 +208,8 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
     if runs.empty:
         runs = runs.reindex(columns=[*rows, *columns, *runs.columns])
     stats_frame = results.cell_stats(runs, rows + columns)
+    if _spread(spec, where) == "se":  # the standard error of the mean, as FedICON prints
+        stats_frame["std"] = stats_frame["std"] / np.sqrt(stats_frame["n_finite"].clip(lower=1))
     stats = {
         tuple(rec[: len(rows + columns)]): dict(zip(stats_frame.columns, rec, strict=True))
         for rec in stats_frame.itertuples(index=False, name=None)
@@ -317,10 +333,14 @@ def _caption_lines(
     seeds = sorted(set(measured["n"].tolist()) - {0})
     n_text = "–".join(str(s) for s in (seeds[:1] + seeds[-1:] if len(seeds) > 1 else seeds))
     accuracy = f" — {spec['accuracy']} accuracy" if spec.get("accuracy") else ""
+    spread = (
+        "standard error (sample standard deviation, ddof=1, over √n)"
+        if _spread(spec, "") == "se"
+        else "sample standard deviation (ddof=1)"
+    )
     lines = [
         f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`){accuracy}; each "
-        f"cell is the mean ± sample standard deviation (ddof=1) over seeds "
-        f"(n = {n_text or 0} per cell)."
+        f"cell is the mean ± {spread} over seeds (n = {n_text or 0} per cell)."
     ]
     if reported:
         lines.append("[paper …] is the value the paper reports for the same cell.")
