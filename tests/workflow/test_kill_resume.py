@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.job_helpers import adapt_cmd, run_metrics, toy_job, train_cmd
@@ -50,12 +51,20 @@ def test_sigkill_at_a_random_round_then_rerun_matches_uninterrupted(tmp_path):
     assert run_metrics(killed) == run_metrics(clean), f"killed after round {done}"
 
 
-def test_killed_adaptation_resumes_to_identical_numbers_and_leaves_the_run_alone(tmp_path):
+@pytest.mark.parametrize(
+    "adapt",
+    [
+        {"method": "finetune", "epochs": ROUNDS, "lr": 0.01},
+        # test-time adaptation: unlabelled test images, two views, per-client state
+        {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": ROUNDS - 1},
+    ],
+    ids=["finetune", "fedicon_test"],
+)
+def test_killed_adaptation_resumes_to_identical_numbers_and_leaves_the_run_alone(tmp_path, adapt):
     toy_job(tmp_path, 3, algorithm="fedavg")
     run = tmp_path / "run"
     subprocess.run(train_cmd(tmp_path, run), check=True, env=env(), timeout=300)
     before = {f.name: f.read_bytes() for f in run.iterdir()}
-    adapt = {"method": "finetune", "epochs": ROUNDS, "lr": 0.01}
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     subprocess.run(adapt_cmd(tmp_path, run, clean, adapt), check=True, env=env(), timeout=300)
     done = kill_then_resume(adapt_cmd(tmp_path, run, killed, adapt), killed, ROUNDS)

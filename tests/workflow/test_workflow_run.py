@@ -92,3 +92,39 @@ def test_fedavg_ft_table_builds_and_an_adapt_option_reruns_only_adaptation(tmp_p
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
     counts = _job_counts(snakemake("baselines_finetune", "-n", cwd=wf).stdout)
     assert counts.get("train") == 1 and counts.get("adapt") == 1, counts
+
+
+def test_test_time_methods_share_one_fedavg_run_and_a_tta_option_reruns_only_its_jobs(tmp_path):
+    """FedICON's Table 1 in miniature: Tent and T3A adapt the same FedAvg run (one training);
+    changing Tent's rate reruns only Tent's adaptation job."""
+    wf = copy_workflow(tmp_path)
+    _shrink(wf)
+    cfg_path = wf / "config" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["papers"] = ["fedicon"]
+    cfg["scales"]["mini"]["datasets"]["digit5"] = {"per_class_train": 6, "per_class_test": 4}
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    exp_path = wf / "config" / "experiments" / "fedicon.yaml"
+    exp = yaml.safe_load(exp_path.read_text())
+    mini = exp["scales"]["mini"]
+    mini["seeds"] = [0]
+    mini["defaults"]["train"]["rounds"] = 1
+    mini["defaults"]["eval_every"] = 1
+    exp["grids"] = {"covariate": {"setting": ["Digit-5"], "method": ["FedAvg", "Tent", "T3A"]}}
+    exp["items"] = {"table1": {**exp["items"]["table1"], "where": {}}}
+    exp["claims"] = []
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+
+    counts = _job_counts(snakemake("fedicon_table1", "-n", cwd=wf).stdout)
+    assert counts.get("train") == 1 and counts.get("adapt") == 2, counts
+    res = snakemake("fedicon_table1", "--cores", "2", cwd=wf)
+    assert res.returncode == 0, res.stderr[-3000:]
+    table = (wf / "results/mini/tables/fedicon/table1.csv").read_text()
+    assert "Tent" in table and "T3A" in table and "mnistm" in table
+
+    mini["axes"]["method"]["Tent"]["adapt"]["lr"] = 0.001  # a test-time option
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+    changed = snakemake("fedicon_table1", "-n", cwd=wf)
+    counts = _job_counts(changed.stdout)
+    assert counts.get("adapt") == 1 and "train" not in counts, counts
+    assert re.findall(r"wildcards: adapt=(\w+)-", changed.stdout) == ["tent"]

@@ -66,7 +66,8 @@ class FedICON(Algorithm):
 
     def classifier_round(self, r: int) -> bool:
         """Rounds after ``rounds - classifier_rounds`` train only the classifier."""
-        return r > int(self.train_cfg["rounds"]) - self.classifier_rounds
+        rounds = self.train_cfg.get("rounds")
+        return rounds is not None and r > int(rounds) - self.classifier_rounds
 
     def views(self, r: int) -> int:
         return 1 if self.classifier_round(r) else 2

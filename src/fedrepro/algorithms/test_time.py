@@ -101,7 +101,8 @@ class EATA(Tent):
         model = ctx.model
         params = {n: p for n, p in model.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}
-        idx = ctx.idx[: self.fisher_size]
+        # a client without data (counting FLOPs) gets no Fisher information
+        idx = ctx.idx[: self.fisher_size] if ctx.data is not None else ()
         batches = 0
         model.train()
         for start in range(0, len(idx), self.fisher_batch):

@@ -37,8 +37,15 @@ def per_sample_flops(
         ctx = begin_client(model, algorithm)
     x = torch.empty(batch, 3, side, side, device="meta")
     y = torch.zeros(batch, dtype=torch.long, device="meta")
+    ctx.round = 1  # the first round's step stands for every round's
+    views = torch.cat([x] * algorithm.views(ctx.round))  # a training step sees every view
     model.train()
-    train = _counted(lambda: algorithm.objective(ctx, x, y).backward())
+    try:
+        train = _counted(lambda: algorithm.objective(ctx, views, y).backward())
+    except NotImplementedError:  # a data-dependent selection (EATA) has no meta version:
+        # count the plain step over the whole batch, the most the selection can cost
+        model.zero_grad(set_to_none=True)
+        train = _counted(lambda: model(views).logsumexp(1).sum().backward())
     model.eval()
     with torch.no_grad():
         forward = _counted(lambda: model(x))

@@ -58,7 +58,7 @@ def local_engine_config(run: dict, adapt: dict, algorithm: dict, rounds: int) ->
     train.update(rounds=int(rounds), local_epochs=1, fraction=1.0, replacement=False)
     train["schedule"] = {"kind": "constant"}
     cfg["algorithm"] = algorithm
-    cfg["eval_every"] = int(adapt["eval_every"])
+    cfg["eval_every"] = int(adapt["eval_every"] or rounds)  # None: once, at the end
     cfg["checkpoint_every"] = 1
     if adapt.get("shift") is not None:
         cfg["test_shift"] = adapt["shift"]

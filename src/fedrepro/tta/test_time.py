@@ -27,7 +27,7 @@ _COMMON = {
     "batch_size": None,
     "momentum": None,
     "weight_decay": None,
-    "eval_every": 1,
+    "eval_every": None,  # evaluated once, after adapting
     "shift": None,
 }
 
