@@ -227,3 +227,16 @@ def test_eata_without_anchor_or_filters_is_entropy_weighted_tent(tmp_path):
     expected = (ent * torch.exp(math.log(out.shape[1]) - ent)).mean()
     assert math.isfinite(float(expected.detach()))
     assert float(loss.detach()) == pytest.approx(float(expected.detach()), rel=1e-6)
+
+
+def test_the_runs_fedthes_ensemble_on_a_fedthe_run_and_trains_nothing(tmp_path):
+    run = trained(tmp_path, "fedthe")
+    saved = load_file(run / "state.safetensors")
+    assert "client0.fedthe_head.weight" in saved and "global.fedthe_global_rep" in saved
+    metrics = adapt_run({"method": "the", "steps": 5}, run, tmp_path / "data",
+                        tmp_path / "part.json", tmp_path / "the", device="cpu")  # fmt: skip
+    assert len(metrics["final_acc_per_client"]) == 4
+    assert metrics["params"]["trainable"] == 0
+    job, _ = prepare_adapt({"method": "the"}, run, tmp_path / "data", tmp_path / "part.json",
+                           device="cpu")  # fmt: skip
+    assert job.cfg["algorithm"]["lr"] == pytest.approx(0.5)  # 10 × the run's 0.05

@@ -9,6 +9,7 @@ from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedpce import FedPCE
 from fedrepro.algorithms.fedprox import FedProx
+from fedrepro.algorithms.fedthe import FedTHE, THETest
 from fedrepro.algorithms.moon import Moon
 from fedrepro.algorithms.personalized import FedBN, FedPer, FedRep, Local
 from fedrepro.algorithms.scaffold import Scaffold
@@ -35,6 +36,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         Tent,
         EATA,
         T3A,
+        FedTHE,
+        THETest,
     )
 }
 

@@ -74,6 +74,10 @@ class Algorithm:
         self.client_sizes = list(client_sizes)
         self.train_cfg = dict(train_cfg)
 
+    def prepare_model(self, model: nn.Module) -> None:
+        """Add what the algorithm keeps in the model (FedTHE's personal head), right after the
+        model is built and before any saved tensors are loaded into it."""
+
     # ---- tensor roles -------------------------------------------------------------
     def local_keys(self, model: nn.Module) -> set[str]:
         """Tensors that never leave the client (none for FedAvg)."""

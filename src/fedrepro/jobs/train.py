@@ -111,6 +111,7 @@ def load_job(
         test.images = shifted_test_images(test.images, cfg["test_shift"], int(cfg["seed"]))
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
     algorithm = make_algorithm(cfg["algorithm"])
+    algorithm.prepare_model(model)
     num_train, num_test = len(train.labels), len(test.labels)
     if cfg.get("cv") is not None:
         train, test = pooled(train, test)  # folds cut each client's pooled images

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from fedrepro.tta.client_train import CLIENT_TRAIN
 from fedrepro.tta.finetune import FINETUNE, AdaptMethod
-from fedrepro.tta.test_time import EATA, EVALUATE, FEDICON_TEST, T3A, TENT
+from fedrepro.tta.test_time import EATA, EVALUATE, FEDICON_TEST, T3A, TENT, THE
 
 ADAPT_METHODS: dict[str, AdaptMethod] = {
-    m.name: m for m in (FINETUNE, CLIENT_TRAIN, EVALUATE, TENT, EATA, T3A, FEDICON_TEST)
+    m.name: m for m in (FINETUNE, CLIENT_TRAIN, EVALUATE, TENT, EATA, T3A, THE, FEDICON_TEST)
 }
 
 
