@@ -233,7 +233,7 @@ def test_the_runs_fedthes_ensemble_on_a_fedthe_run_and_trains_nothing(tmp_path):
     run = trained(tmp_path, "fedthe")
     saved = load_file(run / "state.safetensors")
     assert "client0.fedthe_head.weight" in saved and "global.fedthe_global_rep" in saved
-    metrics = adapt_run({"method": "the", "steps": 5}, run, tmp_path / "data",
+    metrics = adapt_run({"method": "the", "the_steps": 5}, run, tmp_path / "data",
                         tmp_path / "part.json", tmp_path / "the", device="cpu")  # fmt: skip
     assert len(metrics["final_acc_per_client"]) == 4
     assert metrics["params"]["trainable"] == 0

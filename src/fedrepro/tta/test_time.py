@@ -13,7 +13,7 @@ clients' test images under a test-time shift (``fedrepro.fl.build.shifted_test_i
   E0 = 0.4·ln C, ε = 0.05, β = 2000, 2000 Fisher samples, here the client's training images).
 - ``t3a``: no gradients; prototype classifier updated while predicting.
 - ``the``: FedTHE's test-time ensemble of its global and personal heads (a FedTHE run's);
-  Adam at ``lr`` (10 × the run's rate when not given, FedTHE's setting) for ``steps`` steps.
+  Adam at ``lr`` (10 × the run's rate when not given, FedTHE's setting) for ``the_steps`` steps.
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
   adaptation (``tta_epochs: 0`` leaves it out).
 """
@@ -53,7 +53,7 @@ def _t3a_config(run: dict, adapt: dict) -> dict:
 
 def _the_config(run: dict, adapt: dict) -> dict:
     lr = adapt["the_lr"] if adapt["the_lr"] is not None else 10 * float(run["train"]["lr"])
-    algorithm = {"name": "fedthe_test", "lr": lr, "steps": adapt["steps"]}
+    algorithm = {"name": "fedthe_test", "lr": lr, "steps": adapt["the_steps"]}
     return local_engine_config(run, adapt, algorithm, 1)
 
 
@@ -81,7 +81,7 @@ EATA = AdaptMethod(
     "eata", _eata_config, {**_COMMON, "epochs": 1, **EATA_OPTIONS}, "own", _batch_norm_affine
 )
 T3A = AdaptMethod("t3a", _t3a_config, {**_COMMON, "filter_k": 50}, "own", _nothing)
-THE = AdaptMethod("the", _the_config, {**_COMMON, "the_lr": None, "steps": 20}, "own", _nothing)
+THE = AdaptMethod("the", _the_config, {**_COMMON, "the_lr": None, "the_steps": 20}, "own", _nothing)
 FEDICON_TEST = AdaptMethod(
     "fedicon_test",
     _fedicon_test_config,
