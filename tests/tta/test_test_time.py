@@ -202,8 +202,8 @@ def test_eata_adapts_batch_norm_affine_and_skips_unreliable_batches(tmp_path):
                 assert torch.equal(value, before[name]), (k, name)
     assert any(not torch.equal(state.local[0][n], before[n]) for n in bn)
     eata = job.algorithm
-    assert set(eata.clients) == {0, 1, 2, 3}
-    assert set(eata.clients[0]["fisher"]) == bn
+    assert set(eata.fisher) == {0, 1, 2, 3}
+    assert set(eata.fisher[0]) == bn
     ctx = ClientCtx(0, job.model, {}, 0.1, 0.0, 1, round=1)
     x = torch.randn(6, 3, 32, 32)
     eata.e_margin = 1e-9  # every sample unreliable: no step at all

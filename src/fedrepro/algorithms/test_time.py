@@ -27,6 +27,7 @@ from torch import nn
 from fedrepro.algorithms.personalized import Local
 from fedrepro.fl.algorithm import ClientCtx
 from fedrepro.fl.contrastive import representation
+from fedrepro.fl.tensors import per_client_moved
 
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
@@ -91,13 +92,16 @@ class EATA(Tent):
         self.fisher_alpha = float(fisher_alpha)
         self.fisher_size = int(fisher_size)
         self.fisher_batch = int(fisher_batch)
-        self.clients: dict[int, dict] = {}  # client -> fisher, anchor, probs
+        # per client: Fisher information, anchor weights, running mean of selected softmax
+        self.fisher: dict[int, dict[str, torch.Tensor]] = {}
+        self.anchor: dict[int, dict[str, torch.Tensor]] = {}
+        self.probs: dict[int, torch.Tensor] = {}
 
     def client_begin(self, ctx: ClientCtx) -> None:
-        if ctx.client not in self.clients:  # once per client, at its starting weights
-            self.clients[ctx.client] = self._fisher(ctx)
+        if ctx.client not in self.fisher:  # once per client, at its starting weights
+            self._fisher(ctx)
 
-    def _fisher(self, ctx: ClientCtx) -> dict:
+    def _fisher(self, ctx: ClientCtx) -> None:
         model = ctx.model
         params = {n: p for n, p in model.named_parameters() if p.requires_grad}
         fisher = {n: torch.zeros_like(p) for n, p in params.items()}
@@ -112,50 +116,47 @@ class EATA(Tent):
             for n, g in zip(params, grads, strict=True):
                 fisher[n] += g.detach() ** 2
             batches += 1
-        fisher = {n: f / max(batches, 1) for n, f in fisher.items()}
-        anchor = {n: p.detach().clone() for n, p in params.items()}
-        return {"fisher": fisher, "anchor": anchor, "probs": None}
+        self.fisher[ctx.client] = {n: f / max(batches, 1) for n, f in fisher.items()}
+        self.anchor[ctx.client] = {n: p.detach().clone() for n, p in params.items()}
 
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-        state = self.clients[ctx.client]
+        k = ctx.client
         out = ctx.model(x)
         margin = self.e_margin * math.log(out.shape[1])
         ent = entropy(out)
         reliable = ent < margin
         probs = out[reliable].softmax(1)
         fresh = torch.ones(len(probs), dtype=torch.bool, device=out.device)
-        if state["probs"] is not None and len(probs):
-            similar = F.cosine_similarity(state["probs"].to(out.device)[None], probs, dim=1)
+        if k in self.probs and len(probs):
+            similar = F.cosine_similarity(self.probs[k].to(out.device)[None], probs, dim=1)
             fresh = similar.abs() < self.d_margin
         chosen = probs[fresh].detach()
         if len(chosen):
             mean = chosen.mean(0)
-            old = state["probs"]
-            state["probs"] = mean if old is None else 0.9 * old.to(mean.device) + 0.1 * mean
+            old = self.probs.get(k)
+            self.probs[k] = mean if old is None else 0.9 * old.to(mean.device) + 0.1 * mean
         picked = ent[reliable][fresh]
         if not len(picked):
             return None
         loss = (picked * torch.exp(margin - picked.detach())).mean()
         params = dict(ctx.model.named_parameters())
-        for n, f in state["fisher"].items():
+        for n, f in self.fisher[k].items():
             p = params[n]
-            anchor = state["anchor"][n].to(p.device)
+            anchor = self.anchor[k][n].to(p.device)
             loss = loss + self.fisher_alpha * (f.to(p.device) * (p - anchor) ** 2).sum()
         return loss
 
     def state_dict(self) -> dict:
         return {
-            "clients": {k: {n: _cpu(v) for n, v in st.items()} for k, st in self.clients.items()}
+            "fisher": per_client_moved(self.fisher, "cpu"),
+            "anchor": per_client_moved(self.anchor, "cpu"),
+            "probs": {k: v.cpu() for k, v in self.probs.items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.clients = {int(k): dict(v) for k, v in state.get("clients", {}).items()}
-
-
-def _cpu(value):
-    if isinstance(value, dict):
-        return {k: v.cpu() for k, v in value.items()}
-    return None if value is None else value.cpu()
+        self.fisher = per_client_moved(state.get("fisher", {}), "cpu")
+        self.anchor = per_client_moved(state.get("anchor", {}), "cpu")
+        self.probs = {int(k): v for k, v in state.get("probs", {}).items()}
 
 
 class T3APredictor(nn.Module):

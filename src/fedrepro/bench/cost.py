@@ -22,6 +22,7 @@ from fedrepro.data.partition import make_partition
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import deep_merge, load_yaml
 from fedrepro.experiments.plan import build_plan
+from fedrepro.fl.engine import in_cohort
 from fedrepro.tta import adapt_method
 
 
@@ -73,11 +74,7 @@ def partition_counts(run: dict, sizes: dict) -> dict:
                           _labels(n_test, spec.num_classes), num_classes=spec.num_classes,
                           seed=int(run["partition"].get("seed", run["seed"])), **kw)  # fmt: skip
     cohort = run.get("cohort", "all")
-    clients = [
-        c
-        for c in part["clients"]
-        if cohort == "all" or bool(c.get("new", False)) == (cohort == "new")
-    ]
+    clients = [c for c in part["clients"] if in_cohort(c, cohort)]
     glob = part.get("test_mode") == "global"
     train = [len(c["train"]) for c in clients]
     test = [n_test if glob else len(c["test"]) for c in clients]

@@ -216,6 +216,20 @@ _DOMAINNET_ZIPS = (  # (domain, url path, sha256 from TFDS, size)
     ),
 )
 
+
+def _digit_composite(name: str, domains: tuple[str, ...]) -> DatasetSpec:
+    """A digit benchmark built from digit datasets, one domain each, all 32 px RGB."""
+    return DatasetSpec(
+        name=name,
+        classes=DIGITS,
+        channels=3,
+        image_size=32,
+        splits=("train", "test"),
+        domains=domains,
+        components=domains,
+    )
+
+
 _DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
         name="cifar10",
@@ -378,24 +392,8 @@ _DATASETS: tuple[DatasetSpec, ...] = (
             "original mnist_m_<split>/ + mnist_m_<split>_labels.txt.",
         ),
     ),
-    DatasetSpec(
-        name="digits",
-        classes=DIGITS,
-        channels=3,
-        image_size=32,
-        splits=("train", "test"),
-        domains=DIGITS_DOMAINS,
-        components=DIGITS_DOMAINS,
-    ),
-    DatasetSpec(
-        name="digit5",
-        classes=DIGITS,
-        channels=3,
-        image_size=32,
-        splits=("train", "test"),
-        domains=DIGIT5_DOMAINS,
-        components=DIGIT5_DOMAINS,
-    ),
+    _digit_composite("digits", DIGITS_DOMAINS),
+    _digit_composite("digit5", DIGIT5_DOMAINS),
     DatasetSpec(
         name="tinyimagenet",
         classes=tuple(f"class_{i:03d}" for i in range(200)),

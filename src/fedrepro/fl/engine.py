@@ -38,6 +38,11 @@ from fedrepro.fl.timing import NULL_CLOCK
 COHORTS = ("all", "collaborative", "new")
 
 
+def in_cohort(client: dict, cohort: str) -> bool:
+    """Whether a partition's client record belongs to ``cohort``."""
+    return cohort == "all" or bool(client.get("new", False)) == (cohort == "new")
+
+
 @dataclass
 class Clients:
     """Per-client index tensors (on the device) and input transforms."""
@@ -73,7 +78,7 @@ class Clients:
             raise ValueError("cv: folds need each client's own test share (test_mode split)")
         train, test, transforms, groups = [], [], [], []
         for c in partition["clients"]:
-            if cohort != "all" and bool(c.get("new", False)) != (cohort == "new"):
+            if not in_cohort(c, cohort):
                 continue
             if cv is None:
                 train.append(as_idx(c["train"]))
