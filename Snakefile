@@ -17,6 +17,20 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/bench.smk"
 
 
+# local jobs run as forks of one process that has imported torch (config `forkserver`)
+onstart:
+    if config.get("forkserver", False):
+        FORKSERVER.start()
+
+
+onsuccess:
+    FORKSERVER.stop()
+
+
+onerror:
+    FORKSERVER.stop()
+
+
 # `snakemake bench` is its own target; at mini scale `all` includes it (the report's
 # benchmark page), at paper scale it stays out of the cluster run.
 rule all:

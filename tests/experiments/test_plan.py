@@ -140,3 +140,26 @@ def test_a_fold_outside_the_folds_is_refused(tmp_path):
     (tmp_path / "config/experiments/fedpce.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match="seed 5 is a fold of cv.folds 5"):
         build_plan({**CONFIG, "papers": ["fedpce"]}, tmp_path)
+
+
+def test_a_scale_may_narrow_grids_but_never_add_one(tmp_path):
+    doc = yaml.safe_load((REPO / "config/experiments/fedicon.yaml").read_text())
+    doc["grids"].pop("fig3a")  # its mini sweep is left behind
+    (tmp_path / "config" / "experiments").mkdir(parents=True)
+    (tmp_path / "config/experiments/fedicon.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"scales.mini.grids: \['fig3a'\] not in grids"):
+        build_plan({**CONFIG, "papers": ["fedicon"]}, tmp_path)
+
+
+def test_attribute_shift_prepares_its_other_test_set_and_adapts_every_trained_run(tmp_path):
+    """FedICON's Table 3: CIFAR-10.1 is a prepared dataset; each run of the grid has an
+    `Attribute shift` adaptation (evaluate for the methods without a test phase)."""
+    plan = build_plan({**CONFIG, "papers": ["fedicon"]}, REPO)
+    assert "cifar101" in plan.datasets
+    shifted = [a for a in plan.adapts.values()
+               if (a["adapt"].get("shift") or {}).get("kind") == "dataset"]  # fmt: skip
+    runs = {a["run"] for a in shifted}
+    cifar_runs = {rid for rid, r in plan.runs.items() if r["dataset"] == "cifar10"}
+    assert runs == cifar_runs and len(cifar_runs) == 7 * 2 * 2  # methods × Dir × seeds
+    methods = sorted({a["adapt"]["method"] for a in shifted})
+    assert methods == ["eata", "evaluate", "fedicon_test", "finetune", "t3a", "tent", "the"]

@@ -203,3 +203,43 @@ def test_standard_error_spread_divides_the_std_by_root_n(tmp_path: Path) -> None
     bad = {**manifest, "spec": {**spec, "spread": "iqr"}}
     with pytest.raises(ValueError, match="spread"):
         make_table(with_files(bad, runs), tmp_path / "bad", None)
+
+
+def test_inline_diff_is_kept_per_group_after_its_columns(tmp_path: Path) -> None:
+    """FedICON's Table 3: a Δ after each partition's (Original, Attribute shift) pair, its
+    paper value found under ``test = Δ``."""
+    runs = tmp_path / "runs"
+    spec = {
+        "rows": "method",
+        "columns": ["partition", "test"],
+        "spread": "se",
+        "diff": [
+            {
+                "name": "Δ",
+                "label": "test",
+                "minuend": "Shift",
+                "subtrahend": "Original",
+                "pm": "none",
+                "inline": True,
+            }
+        ],  # fmt: skip
+    }
+    cells = {
+        ("FedAvg", "Dir(0.1)", "Original"): (64.0, 1.0),
+        ("FedAvg", "Dir(0.1)", "Shift"): (50.0, 1.0),
+        ("FedAvg", "Dir(1)", "Original"): (73.0, 1.0),
+        ("FedAvg", "Dir(1)", "Shift"): (57.5, 1.0),
+    }
+    manifest = make_manifest(cells, ("method", "partition", "test"), runs, spec=spec)
+    rep = tmp_path / "rep.csv"
+    rep.write_text("item,method,partition,test,value,std\ntable1,FedAvg,Dir(1),Δ,-16.06,\n")
+    make_table(with_files(manifest, runs), tmp_path / "t3", rep)
+    header, row = md_table(tmp_path / "t3.md")
+    assert header[1:] == ["Dir(0.1) / Original", "Dir(0.1) / Shift", "Dir(0.1) / Δ",
+                          "Dir(1) / Original", "Dir(1) / Shift", "Dir(1) / Δ"]  # fmt: skip
+    assert row[3].startswith("-14.00") and row[6].startswith("-15.50")
+    assert "[paper -16.06]" in row[6] and "paper" not in row[3]
+    csv = pd.read_csv(tmp_path / "t3.csv")
+    deltas = csv[csv["kind"] == "diff"]
+    assert deltas["test"].tolist() == ["Δ", "Δ"]
+    assert deltas["mean"].tolist() == pytest.approx([-14.0, -15.5])

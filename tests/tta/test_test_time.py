@@ -13,8 +13,9 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from fedrepro.algorithms.test_time import T3APredictor, batch_norm_affine, entropy
+from fedrepro.data.prepared import Split, save_split
 from fedrepro.fl.algorithm import ClientCtx
-from fedrepro.fl.build import shifted_test_images
+from fedrepro.fl.build import shifted_test, shifted_test_images
 from fedrepro.fl.contrastive import representation
 from fedrepro.jobs.adapt import adapt_run, prepare_adapt
 from fedrepro.jobs.train import train_run
@@ -171,7 +172,35 @@ def test_shift_corrupts_test_images_the_same_way_for_one_seed():
     assert not torch.equal(a, images)
     assert not torch.equal(a, shifted_test_images(images, SHIFT, seed=4))
     with pytest.raises(ValueError, match="kind"):
-        shifted_test_images(images, {"kind": "blur"}, 0)
+        shifted_test({"kind": "blur"}, 0, None, {}, None, ".")
+
+
+def test_dataset_shift_shares_the_other_test_split_out_by_label_distribution(tmp_path):
+    """FedICON's attribute shift: every client's test set drawn from another dataset's test
+    split (CIFAR-10.1), disjointly, class by class in proportion to its train counts."""
+    run = trained(tmp_path)
+    gen = torch.Generator().manual_seed(1)
+    labels = torch.arange(100) % 4
+    images = (torch.rand(100, 12, 12, 3, generator=gen) * 255).to(torch.uint8)
+    split = Split(images, labels, None, ["a", "b", "c", "d"], [])
+    save_split(tmp_path / "other" / "test.safetensors", split, {"dataset": "other"})
+    shift = {"kind": "dataset", "dataset": "other"}
+    job, _ = prepare_adapt({"method": "evaluate", "shift": shift}, run, tmp_path / "data",
+                           tmp_path / "part.json", device="cpu")  # fmt: skip
+    assert torch.equal(job.test.labels, labels)
+    tests = [t.tolist() for t in job.clients.test]
+    assert sorted(sum(tests, [])) == sorted(set(sum(tests, [])))  # disjoint
+    train = job.train.labels
+    for c in range(4):
+        counts = torch.tensor([int((train[idx] == c).sum()) for idx in job.clients.train])
+        got = torch.tensor([sum(labels[i] == c for i in t) for t in tests])
+        want = counts / counts.sum() * 25
+        assert int(got.sum()) == 25 and bool(((got - want).abs() <= 1).all()), (c, got, want)
+    clean = adapt_run({"method": "evaluate"}, run, tmp_path / "data", tmp_path / "part.json",
+                      tmp_path / "clean", device="cpu")  # fmt: skip
+    shifted = adapt_run({"method": "evaluate", "shift": shift}, run, tmp_path / "data",
+                        tmp_path / "part.json", tmp_path / "shifted", device="cpu")  # fmt: skip
+    assert clean["final_acc_per_client"] != shifted["final_acc_per_client"]
 
 
 def test_evaluate_under_shift_differs_from_the_clean_evaluation(tmp_path):

@@ -111,6 +111,7 @@ def test_test_time_methods_share_one_fedavg_run_and_a_tta_option_reruns_only_its
     mini["defaults"]["train"]["rounds"] = 1
     mini["defaults"]["eval_every"] = 1
     exp["grids"] = {"covariate": {"setting": ["Digit-5"], "method": ["FedAvg", "Tent", "T3A"]}}
+    mini.pop("grids")  # the mini sweeps of grids this copy drops
     exp["items"] = {"table1": {**exp["items"]["table1"], "where": {}}}
     exp["claims"] = []
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))

@@ -14,11 +14,11 @@ rule pretrain_backbone:
         **resources("pretrain"),
         gpu=config["gpus_per_train"],
     params:
-        script=cli_script("pretrain_backbone.py"),
+        command=job_command("pretrain_backbone.py"),
         spec=lambda wildcards: json.dumps(PLAN.backbones[wildcards.backbone]),
         device=DEVICE,
     shell:
-        "python {params.script} --backbone {wildcards.backbone}"
+        "{params.command} --backbone {wildcards.backbone}"
         " --spec-json {params.spec:q} --data-dir $(dirname {input.train}) --out {output}"
         " --device {params.device} --threads {threads} > {log} 2>&1"
 
@@ -33,11 +33,10 @@ rule fetch_backbone:
     conda:
         ENV
     params:
-        script=cli_script("fetch_backbone.py"),
+        command=job_command("fetch_backbone.py"),
         root=DATA_ROOT,
     shell:
-        "python {params.script} {wildcards.backbone} {output}"
-        " --data-root {params.root} > {log} 2>&1"
+        "{params.command} {wildcards.backbone} {output}" " --data-root {params.root} > {log} 2>&1"
 
 
 rule probe_backbone:
@@ -53,11 +52,11 @@ rule probe_backbone:
     resources:
         **resources("pretrain"),
     params:
-        script=cli_script("probe_backbone.py"),
+        command=job_command("probe_backbone.py"),
         data=probe_dirs,
         device=DEVICE,
     shell:
-        "python {params.script} --backbone {wildcards.backbone} --weights {input.weights}"
+        "{params.command} --backbone {wildcards.backbone} --weights {input.weights}"
         " --data {params.data:q} --out {output} --device {params.device}"
         " --threads {threads} > {log} 2>&1"
 

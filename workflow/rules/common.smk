@@ -7,7 +7,8 @@ from fedrepro.data.composite import raw_sources
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import build_plan, shift_dataset
+from fedrepro.jobs.forkserver import ForkServer
 from fedrepro.report.results import result_files
 
 try:  # validates the config first: a bad value stops here with one line naming the key
@@ -31,7 +32,17 @@ def cli_script(name):
     return os.path.relpath(f"{workflow.basedir}/workflow/scripts/{name}")
 
 
+def job_command(name):
+    """The command of a job script: the fork server's client, which runs the script on
+    the server when one is up (config `forkserver`, local runs) and as the plain
+    `python SCRIPT` otherwise (fedrepro.jobs.forkserver)."""
+    return f"python -m fedrepro.jobs.forkserver {cli_script(name)}"
+
+
 DEVICE = config["device"]
+FORKSERVER = ForkServer()
+
+
 # Datasets with only a test split (CIFAR-10-C, CIFAR-10.1) get their own prepare rule.
 TEST_ONLY = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) == ("test",))
 TRAIN_TEST = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) != ("test",))
@@ -90,8 +101,14 @@ def partition_inputs(wildcards):
     return split_files(PLAN.partitions[wildcards.pid]["dataset"])
 
 
+def shift_inputs(shift):
+    """The other dataset's test split that a `kind: dataset` test-time shift reads."""
+    name = shift_dataset(shift)
+    return {} if name is None else {"shift_test": split_files(name)["test"]}
+
+
 def run_inputs(run):
-    files = split_files(run["dataset"])
+    files = split_files(run["dataset"]) | shift_inputs(run.get("test_shift"))
     files["partition"] = f"{R}/partitions/{run['partition_id']}.json"
     if run["model"].get("pretrained", True):
         files["backbone"] = backbone_file(run["model"]["backbone"])
@@ -105,7 +122,9 @@ def train_inputs(wildcards):
 def adapt_inputs(wildcards):
     """The trained run's inputs plus its saved state (the adaptation's starting point)."""
     rid = PLAN.adapts[wildcards.adapt]["run"]
-    files = run_inputs(PLAN.runs[rid])
+    files = run_inputs(PLAN.runs[rid]) | shift_inputs(
+        PLAN.adapts[wildcards.adapt]["adapt"].get("shift")
+    )
     files["state"] = f"{R}/runs/{rid}/state.safetensors"
     files["config"] = f"{R}/runs/{rid}/config.json"
     return files

@@ -8,10 +8,10 @@ rule download_data:
     conda:
         ENV
     params:
-        script=cli_script("download_data.py"),
+        command=job_command("download_data.py"),
         root=data_root_of,
     shell:
-        "python {params.script} --dataset {wildcards.dataset}"
+        "{params.command} --dataset {wildcards.dataset}"
         " --data-root {params.root} --out-flag {output} > {log} 2>&1"
 
 
@@ -28,12 +28,12 @@ rule prepare_data:
     conda:
         ENV
     params:
-        script=cli_script("prepare_data.py"),
+        command=job_command("prepare_data.py"),
         scale=SCALE,
         root=DATA_ROOT,
         args=data_args,
     shell:
-        "python {params.script} --dataset {wildcards.dataset} --scale {params.scale}"
+        "{params.command} --dataset {wildcards.dataset} --scale {params.scale}"
         " --raw-dir {params.root}/{wildcards.dataset} --out-dir $(dirname {output.test})"
         " {params.args} > {log} 2>&1"
 
@@ -56,10 +56,10 @@ rule partition:
     conda:
         ENV
     params:
-        script=cli_script("partition.py"),
+        command=job_command("partition.py"),
         spec=lambda wildcards: json.dumps(PLAN.partitions[wildcards.pid]),
     shell:
-        "python {params.script} --spec-json {params.spec:q} --train {input.train}"
+        "{params.command} --spec-json {params.spec:q} --train {input.train}"
         " --test {input.test} --out {output} > {log} 2>&1"
 
 

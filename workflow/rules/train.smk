@@ -20,12 +20,12 @@ rule train:
         **resources("train", "run"),
         gpu=config["gpus_per_train"],
     params:
-        script=cli_script("train.py"),
+        command=job_command("train.py"),
         spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "python {params.script} --config-json {params.spec:q} --data-dir $(dirname {input.train})"
+        "{params.command} --config-json {params.spec:q} --data-dir $(dirname {input.train})"
         " --partition {input.partition} --out-dir $(dirname {output.metrics}) {params.backbone}"
         " --device {params.device} --threads {threads} > {log} 2>&1"
 
@@ -48,12 +48,12 @@ rule adapt:
         **resources("adapt", "adapt"),
         gpu=config["gpus_per_train"],
     params:
-        script=cli_script("adapt.py"),
+        command=job_command("adapt.py"),
         spec=lambda wildcards: json.dumps(PLAN.adapts[wildcards.adapt]["adapt"]),
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "python {params.script} --adapt-json {params.spec:q} --run-dir $(dirname {input.state})"
+        "{params.command} --adapt-json {params.spec:q} --run-dir $(dirname {input.state})"
         " --data-dir $(dirname {input.train}) --partition {input.partition}"
         " --out-dir $(dirname {output.metrics}) {params.backbone}"
         " --device {params.device} --threads {threads} > {log} 2>&1"

@@ -305,3 +305,22 @@ def _to_json_dict(
         "clients": records,
         "histogram": histogram,
     }
+
+
+def test_lists_from(
+    partition: dict[str, Any],
+    train_labels: np.ndarray,
+    test_labels: np.ndarray,
+    num_classes: int,
+    seed: int,
+) -> list[list[int]]:
+    """Every client's test list drawn afresh from another test split (FedICON's attribute
+    shift: CIFAR-10.1 shared out following each client's label distribution): each class of
+    that split is shared out disjointly in proportion to the clients' train counts, as the
+    ``split`` test mode does; seeded by ``seed`` alone."""
+    data = _partition_data(
+        train_labels, test_labels, None, None, None, num_classes, len(partition["clients"])
+    )
+    train_lists = [np.asarray(c["train"], dtype=np.int64) for c in partition["clients"]]
+    tests = proportional_test_split(train_lists, data, np.random.default_rng(seed))
+    return [t.tolist() for t in tests]

@@ -105,7 +105,14 @@ def build_plan(config: dict, repo: Path) -> Plan:
             raise ConfigError(f"config.papers: no experiment file {path}")
         doc = load_yaml(path)
         validate(doc, "experiment", f"experiments/{paper}")
-        doc = deep_merge(doc, doc.get("scales", {}).get(scale, {}))
+        over = doc.get("scales", {}).get(scale, {})
+        for section in ("grids", "axes"):  # a scale narrows what exists, never adds to it
+            unknown = sorted(set(over.get(section, {})) - set(doc[section]))
+            if unknown:
+                raise ConfigError(
+                    f"experiments/{paper} scales.{scale}.{section}: {unknown} not in {section}"
+                )
+        doc = deep_merge(doc, over)
         _expand_paper(plan, paper, doc, scale_cfg)
     return plan
 
@@ -139,6 +146,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
+                _register_shift(plan, adapt.get("shift"), scale_cfg)
             for seed in doc["grids"][gname].get("seeds", doc["seeds"]):
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
                 rid = run_id(run)
@@ -266,9 +274,8 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     where = f"experiments/{paper} run"
     validate({"data": {}, "partition_id": "", **run}, "run", where)  # before any lookup
     dataset = run["dataset"]
-    run["data"] = deep_merge(
-        scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {})
-    )
+    run["data"] = _data_of(scale_cfg, dataset)
+    _register_shift(plan, run.get("test_shift"), scale_cfg)
     backbone = run["model"]["backbone"]
     mapping = scale_cfg.get("backbones", {})
     if plan.scale == "mini":
@@ -292,6 +299,24 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
             probed = plan.probes.setdefault(backbone, [])
             probed[:] = sorted({*probed, dataset})
     return run
+
+
+def _data_of(scale_cfg: dict, dataset: str) -> dict:
+    """The scale's data settings for ``dataset`` (mini: the synthetic analog's sizes)."""
+    return deep_merge(scale_cfg.get("data", {}), scale_cfg.get("datasets", {}).get(dataset, {}))
+
+
+def shift_dataset(shift: dict | None) -> str | None:
+    """The dataset whose test split a test-time shift of ``kind: dataset`` reads (FedICON's
+    attribute shift; fedrepro.fl.build.shifted_test), else None."""
+    return shift.get("dataset") if shift and shift.get("kind") == "dataset" else None
+
+
+def _register_shift(plan: Plan, shift: dict | None, scale_cfg: dict) -> None:
+    """That dataset is then one the workflow prepares."""
+    name = shift_dataset(shift)
+    if name is not None:
+        plan.datasets.setdefault(name, _data_of(scale_cfg, name))
 
 
 def job_resources(scale_cfg: dict, stage: str, run: dict | None = None) -> dict:

@@ -9,6 +9,7 @@ import torch
 
 from fedrepro.data.batches import MEAN, STD, channel_stats
 from fedrepro.data.corruptions import COMMON9, CORRUPTIONS, random_corruptions
+from fedrepro.data.partition import test_lists_from
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.fl.data import DeviceData
 from fedrepro.models.registry import BACKBONES, create_backbone
@@ -117,19 +118,48 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
 
 
 SHIFT_CORRUPTIONS = {"common9": COMMON9, "all": CORRUPTIONS}
+SHIFT_KINDS = ("corrupt", "dataset")
+
+
+def shifted_test(
+    shift: dict, seed: int, test: DeviceData, partition: dict, train_labels, data_dir: Path
+) -> tuple[DeviceData, dict]:
+    """A run's test data and partition under a test-time shift (FedICON §5.1), made once
+    per job and seeded by ``seed`` (the run's), so every method adapted from runs of one
+    seed sees the same shifted test sets.
+
+    - ``{"kind": "corrupt", ...}``: the same test images, corrupted
+      (``shifted_test_images``).
+    - ``{"kind": "dataset", "dataset": name}`` (attribute shift): the test split of
+      ``name`` (prepared beside the run's dataset, same classes) replaces the run's, and
+      each client's test list is drawn from it following the client's label distribution
+      (``fedrepro.data.partition.test_lists_from``)."""
+    kind = shift.get("kind")
+    if kind not in SHIFT_KINDS:
+        raise ValueError(f"test_shift.kind: {kind!r} (allowed: {', '.join(SHIFT_KINDS)})")
+    if kind == "corrupt":
+        return replace(test, images=shifted_test_images(test.images, shift, seed)), partition
+    name = shift.get("dataset")
+    if not name:
+        raise ValueError("test_shift.dataset: required with kind 'dataset'")
+    split = load_split(Path(data_dir).parent / name / "test.safetensors", device=test.labels.device)
+    classes = partition["num_classes"]
+    if len(split.classes) != classes:
+        raise ValueError(f"test_shift.dataset {name!r} has {len(split.classes)} classes, "
+                         f"the run's dataset {classes}")  # fmt: skip
+    lists = test_lists_from(
+        partition, train_labels.cpu().numpy(), split.labels.cpu().numpy(), classes, seed
+    )
+    clients = [{**c, "test": t} for c, t in zip(partition["clients"], lists, strict=True)]
+    shifted = replace(test, images=split.images, labels=split.labels)
+    return shifted, {**partition, "clients": clients, "test_mode": "split"}
 
 
 def shifted_test_images(images: torch.Tensor, shift: dict, seed: int) -> torch.Tensor:
-    """A run's test images under a test-time shift (FedICON §5.1), made once per job.
-
-    ``{"kind": "corrupt", "corruptions": "common9" | "all", "severity": s}``: every image is
-    corrupted by a corruption drawn uniformly per image at severity s (the covariate shift of
-    FedTHE and FedICON; ``common9`` is the nine FedICON's code draws from, ``all`` the 15 of
-    CIFAR-10-C), the draws seeded by ``seed``, so every method adapted from runs of one seed
-    sees the same shifted images."""
-    kind = shift.get("kind")
-    if kind != "corrupt":
-        raise ValueError(f"test_shift.kind: {kind!r} (allowed: corrupt)")
+    """Test images under the ``corrupt`` shift: every image is corrupted by a corruption
+    drawn uniformly per image at severity s (the covariate shift of FedTHE and FedICON;
+    ``common9`` is the nine FedICON's code draws from, ``all`` the 15 of CIFAR-10-C), the
+    draws seeded by ``seed``."""
     names = shift.get("corruptions", "common9")
     if names not in SHIFT_CORRUPTIONS:
         allowed = ", ".join(SHIFT_CORRUPTIONS)

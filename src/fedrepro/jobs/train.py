@@ -22,7 +22,7 @@ from fedrepro.fl.build import (
     load_train_test,
     pick_device,
     pooled,
-    shifted_test_images,
+    shifted_test,
 )
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
@@ -108,7 +108,11 @@ def load_job(
     part = json.loads(Path(partition).read_text())
     train.images = stylize_split(train.images, part)  # FedIns's γ; unchanged without styles
     if cfg.get("test_shift") is not None:
-        test.images = shifted_test_images(test.images, cfg["test_shift"], int(cfg["seed"]))
+        if cfg.get("cv") is not None:
+            raise ValueError("test_shift: not with cv (folds cut the pooled unshifted images)")
+        test, part = shifted_test(
+            cfg["test_shift"], int(cfg["seed"]), test, part, train.labels, data_dir
+        )
     model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
     algorithm = make_algorithm(cfg["algorithm"])
     algorithm.prepare_model(model)

@@ -12,7 +12,8 @@
     or ``test``.
 ``bars``
     a metrics.json key (``metric``) per ``groups`` label (x axis), one bar per ``bars``
-    label, mean over seeds with std error bars; optional ``panels`` label.
+    label, mean over seeds with std error bars; optional ``panels`` label; ``per_client``
+    as for tables (a per-client or per-group metric, each client or group a label value).
 ``sweep``
     a metrics.json key (``metric``) against the values of one label (``x``: numeric
     labels are placed at their value, others evenly), one line per ``lines`` label, mean
@@ -248,7 +249,7 @@ def _cell_panels(
 ):
     """Per-cell stats over seeds of a metrics.json value, and the panel grid they fill."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
-    runs = results.runs_frame(manifest, metric)
+    runs = results.runs_frame(manifest, metric, manifest.get("spec", {}).get("per_client"))
     results.check_cells_unique(runs, panels + labels, where)
     stats = results.cell_stats(runs, panels + labels) if not runs.empty else runs
     keys, pos, n_rows, n_cols = _layout_panels(stats, panels)

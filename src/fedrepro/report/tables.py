@@ -26,7 +26,10 @@ Item spec keys (``manifest["spec"]``):
     ``± mean std(minuend) − mean std(subtrahend)``, the formula that reproduces the
     Adapters paper's "Average difference" column (hence its negative ±); ``pm: none``
     prints no ±. ``reported`` names the labels that find the paper's value for the
-    column (default: every other column label set to ``name``).
+    column (default: every other column label set to ``name``). ``inline: true`` keeps the
+    difference per value of the other column labels instead of averaging over them: a
+    column with ``label = name`` after each group's last column (FedICON's Δ per
+    partition, looked up in the paper's values as that label value).
 ``versus``
     optional ``{label, value}`` (``label`` one of ``rows``): every measured cell also shows
     ``(|Δ|) ↑/↓``, its difference to the row with ``label = value`` in the same column
@@ -75,6 +78,7 @@ class DiffSpec:
     subtrahend: str
     pm: str
     reported: dict[str, str]
+    inline: bool = False
 
 
 def _context(manifest: dict[str, Any]) -> str:
@@ -118,7 +122,12 @@ def _parse_diffs(spec: dict[str, Any], columns: list[str], where: str) -> list[D
             raise ValueError(f"{at}.pm must be one of {PM_KINDS}, got {pm!r}")
         others = [c for c in columns if c != d["label"]]
         reported = d.get("reported") or {c: d["name"] for c in others}
-        parsed.append(DiffSpec(d["name"], d["label"], d["minuend"], d["subtrahend"], pm, reported))
+        inline = d.get("inline", False)
+        if not isinstance(inline, bool):
+            raise ValueError(f"{at}.inline must be true or false, got {inline!r}")
+        parsed.append(
+            DiffSpec(d["name"], d["label"], d["minuend"], d["subtrahend"], pm, reported, inline)
+        )
     return parsed
 
 
@@ -166,6 +175,27 @@ def _diff_cell(
     if diff.pm == "std_diff":
         std = sum(a["std"] for a, _ in pairs) / n - sum(b["std"] for _, b in pairs) / n
     return {"mean": mean, "std": std, "n": len(pairs), "expected": len(lefts)}
+
+
+def _inline_columns(
+    col_keys: list[tuple], columns: list[str], diffs: list[DiffSpec]
+) -> tuple[list[tuple], dict[tuple, tuple[DiffSpec, list[tuple]]]]:
+    """The column keys with each inline difference column placed after the last column of
+    its group (the other labels' values), and for each such column its spec and the
+    group's measured keys."""
+    layout = list(col_keys)
+    inline: dict[tuple, tuple[DiffSpec, list[tuple]]] = {}
+    for diff in (d for d in diffs if d.inline):
+        at = columns.index(diff.label)
+        groups: dict[tuple, list[tuple]] = {}
+        for key in col_keys:
+            groups.setdefault((*key[:at], *key[at + 1 :]), []).append(key)
+        for group, keys in groups.items():
+            virtual = (*group[:at], diff.name, *group[at:])
+            last = max(i for i, k in enumerate(layout) if k in keys)
+            layout.insert(last + 1, virtual)
+            inline[virtual] = (diff, keys)
+    return layout, inline
 
 
 def _versus_text(
@@ -216,6 +246,7 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
     }
     row_keys = results.unique_keys(runs, rows) if not runs.empty else []
     col_keys = results.unique_keys(runs, columns) if not runs.empty else []
+    col_keys, inline = _inline_columns(col_keys, columns, diffs)
     item = manifest.get("item", "")
 
     def record(labels: dict[str, Any], column: str, kind: str, cell: dict[str, Any], text: str,
@@ -235,12 +266,31 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
             "paper_text": _fmt_pm(*paper, fmt) if paper else "",
         }
 
+    def diff_record(row_key: tuple, keys: list[tuple], diff: DiffSpec, labels: dict[str, Any],
+                    paper_labels: dict[str, Any], column: str) -> dict[str, Any]:  # fmt: skip
+        d = _diff_cell(stats, row_key, keys, columns, diff)
+        text = _fmt_pm(d["mean"], d["std"], fmt)
+        if 0 < d["n"] < d["expected"]:
+            text += PARTIAL
+        paper = results.lookup_reported(reported, item, paper_labels)
+        cell = {**d, "n_finite": d["n"], "diverged": False}
+        return record(labels, column, "diff", cell, text, paper)
+
     empty = {"n": 0, "n_finite": 0, "mean": math.nan, "std": math.nan, "diverged": False}
     records = []
     for row_key in row_keys:
         row_labels = dict(zip(rows, row_key, strict=True))
         for col_key in col_keys:
             col_labels = {c: str(v) for c, v in zip(columns, col_key, strict=True)}
+            if col_key in inline:
+                diff, keys = inline[col_key]
+                labels = {**row_labels, **col_labels}
+                records.append(
+                    diff_record(
+                        row_key, keys, diff, labels, labels, " / ".join(col_labels.values())
+                    )
+                )
+                continue
             st = stats.get((*row_key, *col_key))
             text = MISSING if st is None else _fmt_pm(st["mean"], st["std"], fmt)
             if st is not None and st["diverged"]:
@@ -253,21 +303,21 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
             column = " / ".join(col_labels.values())
             labels = {**row_labels, **col_labels}
             records.append(record(labels, column, "measured", st or empty, text, paper))
-        for diff in diffs:
-            d = _diff_cell(stats, row_key, col_keys, columns, diff)
-            text = _fmt_pm(d["mean"], d["std"], fmt)
-            if 0 < d["n"] < d["expected"]:
-                text += PARTIAL
-            paper = results.lookup_reported(reported, item, {**row_labels, **diff.reported})
-            cell = {**d, "n_finite": d["n"], "diverged": False}
+        for diff in trailing(diffs):
             labels = {**row_labels, **dict.fromkeys(columns, "")}
-            records.append(record(labels, diff.name, "diff", cell, text, paper))
+            paper_labels = {**row_labels, **diff.reported}
+            records.append(diff_record(row_key, col_keys, diff, labels, paper_labels, diff.name))
     frame = pd.DataFrame.from_records(
         records,
         columns=[*rows, *columns, "column", "kind", "n", "n_finite", "mean", "std", "diverged"]
         + ["text", "paper_value", "paper_std", "paper_text"],
     )
     return Table(frame, rows, columns, row_keys, col_keys, diffs)
+
+
+def trailing(diffs: list[DiffSpec]) -> list[DiffSpec]:
+    """The difference columns drawn after every measured column (not inline)."""
+    return [d for d in diffs if not d.inline]
 
 
 def header_rows(col_keys: list[tuple], diff_names: list[str]) -> list[list[dict[str, Any]]]:
@@ -351,9 +401,12 @@ def _caption_lines(
             if d.pm == "std_diff"
             else "no ± is given"
         )
-        lines.append(
-            f"{d.name} = mean of ({d.minuend} − {d.subtrahend}) over the row's pairs; {pm}."
+        what = (
+            f"{d.minuend} − {d.subtrahend} in each column group"
+            if d.inline
+            else f"mean of ({d.minuend} − {d.subtrahend}) over the row's pairs"
         )
+        lines.append(f"{d.name} = {what}; {pm}.")
     if spec.get("caption"):
         lines.append(str(spec["caption"]))
     return lines
@@ -387,7 +440,7 @@ def make_table(
     table = build_table(manifest, reported)
     frame, diffs = table.frame, table.diffs
     column_names = [" / ".join(str(v) for v in k) for k in table.col_keys]
-    column_names += [d.name for d in diffs]
+    column_names += [d.name for d in trailing(diffs)]
     cells = frame.to_dict("records")
     width = len(column_names)
     labels = row_entries(table.row_keys)
@@ -414,7 +467,7 @@ def make_table(
         scale=manifest.get("scale", "mini"),
         caption_lines=_caption_lines(manifest, frame, diffs, reported is not None),
         row_label_names=[r.capitalize() for r in table.rows],
-        header=header_rows(table.col_keys, [d.name for d in diffs]),
+        header=header_rows(table.col_keys, [d.name for d in trailing(diffs)]),
         column_names=column_names,
         rows=table_rows,
         footnotes=_footnotes(frame),

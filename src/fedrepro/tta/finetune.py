@@ -79,5 +79,6 @@ FINETUNE = AdaptMethod(
         "momentum": None,
         "weight_decay": None,
         "eval_every": 1,
+        "shift": None,
     },
 )

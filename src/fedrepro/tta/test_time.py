@@ -3,7 +3,7 @@
 Each starts every client from the trained run's global tensors and its own local ones
 (``start: own``), keeps every tensor on its client and never sends anything, adapts on the
 client's own data only, and is evaluated per client. ``shift`` (every method) puts the
-clients' test images under a test-time shift (``fedrepro.fl.build.shifted_test_images``).
+clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
 
 - ``evaluate``: no adaptation; the run's clients evaluated (under the shift).
 - ``tent``: entropy minimisation over the batch-norm affine parameters on the client's
