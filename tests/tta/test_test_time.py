@@ -12,11 +12,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from fedrepro.algorithms.fedicon import OnlineICONPredictor
 from fedrepro.algorithms.test_time import T3APredictor, batch_norm_affine, entropy
 from fedrepro.data.prepared import Split, save_split
 from fedrepro.fl.algorithm import ClientCtx
 from fedrepro.fl.build import shifted_test, shifted_test_images
-from fedrepro.fl.contrastive import representation
+from fedrepro.fl.contrastive import online_contrastive_loss, representation
 from fedrepro.jobs.adapt import adapt_run, prepare_adapt
 from fedrepro.jobs.train import train_run
 from fedrepro.models.cnn import FedIconCNN
@@ -269,3 +270,54 @@ def test_the_runs_fedthes_ensemble_on_a_fedthe_run_and_trains_nothing(tmp_path):
     job, _ = prepare_adapt({"method": "the"}, run, tmp_path / "data", tmp_path / "part.json",
                            device="cpu")  # fmt: skip
     assert job.cfg["algorithm"]["lr"] == pytest.approx(0.5)  # 10 × the run's 0.05
+
+
+def test_online_fedicon_adapts_while_predicting_each_client_on_its_own(tmp_path):
+    """§4.2's online variant: the same seed gives the same numbers, adapting moves the
+    predictions, and one client's test images never move another client's numbers."""
+    run = trained(tmp_path)
+    base = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 0}
+    online = {**base, "online": True, "memory": 16}
+    args = (run, tmp_path / "data", tmp_path / "part.json")
+    plain = adapt_run(base, *args, tmp_path / "plain", device="cpu")
+    a = adapt_run(online, *args, tmp_path / "a", device="cpu")
+    b = adapt_run(online, *args, tmp_path / "b", device="cpu")
+    assert (a["final_acc_per_client"], a["final_loss"]) == (
+        b["final_acc_per_client"],
+        b["final_loss"],
+    )
+    assert a["final_loss"] != plain["final_loss"]
+    job, _ = prepare_adapt(online, *args, device="cpu")
+    idx = job.clients.test[0]
+    job.test.images[idx] = 255 - job.test.images[idx]
+    moved = job.run(None, log=lambda _: None).history[-1]["acc_per_client"]
+    assert moved[1:] == a["final_acc_per_client"][1:]
+    with pytest.raises(ValueError, match="online needs tta_epochs: 0"):
+        adapt_run({**online, "tta_epochs": 1}, *args, tmp_path / "bad", device="cpu")
+
+
+def test_online_predictor_trains_the_encoder_only_and_fills_its_memory_with_test_samples():
+    torch.manual_seed(0)
+    model = FedIconCNN(num_classes=3, in_chans=3, img_size=16)
+    head = {n: p.detach().clone() for n, p in model.get_classifier().named_parameters()}
+    conv = model.conv1.weight.detach().clone()
+    memory = torch.randn(4, 3, 16, 16)
+    x = torch.randn(6, 3, 16, 16)
+    gen = torch.Generator().manual_seed(0)
+    pred = OnlineICONPredictor(model, memory, lambda v, g: v.flip(3), gen, 0.1, 1, 0.05, 0.9, 0.0)
+    with torch.no_grad():
+        logits = pred(x)
+    assert logits.shape == (6, 3)
+    assert not torch.equal(model.conv1.weight, conv)
+    assert all(torch.equal(p, head[n]) for n, p in model.get_classifier().named_parameters())
+    kept = sum(any(torch.equal(m, xi) for xi in x) for m in pred.memory)
+    assert 1 <= kept <= 4 and not torch.equal(memory, pred.memory)
+
+
+def test_online_loss_is_the_twin_against_the_memory():
+    g = torch.Generator().manual_seed(0)
+    z = F.normalize(torch.randn(6, 8, generator=g), dim=1)
+    x, twin, memory = z[:1], z[1:2], z[2:]
+    sims = torch.cat([x @ twin.T, x @ memory.T], dim=1).flatten() / 0.5
+    want = -(sims[0] - torch.logsumexp(sims, 0))
+    assert torch.allclose(online_contrastive_loss(x, twin, memory, 0.5), want)

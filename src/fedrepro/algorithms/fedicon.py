@@ -26,7 +26,12 @@ from torch import nn
 
 from fedrepro.algorithms.personalized import Local
 from fedrepro.fl.algorithm import Algorithm, ClientCtx
-from fedrepro.fl.contrastive import contrastive_loss, normalized, representation
+from fedrepro.fl.contrastive import (
+    contrastive_loss,
+    normalized,
+    online_contrastive_loss,
+    representation,
+)
 
 
 class FedICON(Algorithm):
@@ -96,7 +101,8 @@ class FedICONTest(Local):
     encoder, as in the federated classifier rounds), then ``tta_epochs`` epochs of test-time
     adaptation minimise the unsupervised contrastive loss (Eq. 7) of two augmented views of
     the client's unlabelled test images over the encoder. ``tta_epochs: 0`` is Table 5's
-    variant without test-time adaptation."""
+    variant without test-time adaptation. ``online: true`` adapts while predicting instead
+    (``OnlineICONPredictor``: ``memory`` training images, ``online_steps`` steps a sample)."""
 
     name = "fedicon_test"
 
@@ -106,10 +112,16 @@ class FedICONTest(Local):
         temperature: float = 0.1,
         base_temperature: float | None = None,
         frozen_bn: str = "eval",
+        online: bool = False,
+        memory: int = 256,
+        online_steps: int = 1,
         **kw,
     ):
         super().__init__(**kw)
         self.classifier_epochs = int(classifier_epochs)
+        self.online, self.memory, self.online_steps = bool(online), int(memory), int(online_steps)
+        if self.online and (self.memory < 1 or self.online_steps < 1):
+            raise ValueError("algorithm fedicon_test: online needs memory >= 1, online_steps >= 1")
         self.frozen = FedICON(frozen_bn=frozen_bn)  # the classifier rounds' objective
         self.temperature = float(temperature)
         self.base_temperature = None if base_temperature is None else float(base_temperature)
@@ -128,3 +140,54 @@ class FedICONTest(Local):
             return self.frozen.classifier_loss(ctx.model, x, y)
         z = normalized(representation(ctx.model, x))
         return contrastive_loss(z, None, self.temperature, self.base_temperature)
+
+    def predictor(self, model: nn.Module, client: int = 0, generator=None) -> nn.Module:
+        if not self.online:
+            return model
+        idx = self.client_train[client]
+        pick = idx[torch.randperm(len(idx), generator=generator, device=idx.device)[: self.memory]]
+        memory, _ = self.train_data.batch(pick)
+        tcfg = self.train_cfg
+        return OnlineICONPredictor(
+            model, memory, self.train_data.view_of, generator, self.temperature,
+            self.online_steps, float(tcfg["lr"]), float(tcfg.get("momentum", 0.0)),
+            float(tcfg.get("weight_decay", 0.0)),
+        )  # fmt: skip
+
+
+class OnlineICONPredictor(nn.Module):
+    """FedICON's online test-time adaptation for one client (§4.2, last paragraph): the test
+    samples arrive one by one; for each, ``steps`` SGD steps on the encoder minimise the
+    online Eq. 7 against a memory of the client's training images (its twin view the
+    positive), then the sample is predicted and replaces a random memory entry."""
+
+    def __init__(self, model: nn.Module, memory: torch.Tensor, view, generator,
+                 temperature: float, steps: int, lr: float, momentum: float,
+                 weight_decay: float):  # fmt: skip
+        super().__init__()
+        self.model, self.memory, self.view, self.generator = model, memory.clone(), view, generator
+        self.temperature, self.steps = temperature, steps
+        head = {id(p) for p in model.get_classifier().parameters()}
+        encoder = [p for p in model.parameters() if p.requires_grad and id(p) not in head]
+        self.opt = torch.optim.SGD(encoder, lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = []
+        for i in range(len(x)):
+            xi = x[i : i + 1]
+            with torch.enable_grad():  # evaluation runs without gradients
+                self.model.train()
+                for _ in range(self.steps):
+                    both = torch.cat([xi, self.view(xi, self.generator), self.memory])
+                    z = normalized(representation(self.model, both))
+                    loss = online_contrastive_loss(z[:1], z[1:2], z[2:], self.temperature)
+                    self.opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    self.opt.step()
+            self.model.eval()
+            with torch.no_grad():
+                out.append(self.model(xi))
+            slot = int(torch.randint(len(self.memory), (1,), generator=self.generator,
+                                     device=self.memory.device))  # fmt: skip
+            self.memory[slot] = xi[0]
+        return torch.cat(out)

@@ -63,7 +63,10 @@ class FedTHE(Algorithm):
 
     def client_begin(self, ctx: ClientCtx) -> None:
         classes = ctx.model.get_classifier().out_features
-        counts = torch.bincount(ctx.data.labels[ctx.idx], minlength=classes).float()
+        if ctx.data is None:  # a client without data (counting FLOPs): a uniform prior
+            counts = torch.ones(classes)
+        else:
+            counts = torch.bincount(ctx.data.labels[ctx.idx], minlength=classes).float()
         self.log_prior = torch.log(counts / counts.sum() + 1e-12)  # balanced softmax
 
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -162,5 +165,5 @@ class THETest(Local):
     def prepare_model(self, model: nn.Module) -> None:
         attach_fedthe(model)
 
-    def predictor(self, model: nn.Module) -> nn.Module:
+    def predictor(self, model: nn.Module, client: int = 0, generator=None) -> nn.Module:
         return THEPredictor(model, self.lr, self.steps)

@@ -211,5 +211,5 @@ class T3A(Local):
         super().__init__(**kw)
         self.filter_k = None if filter_k is None else int(filter_k)
 
-    def predictor(self, model: nn.Module) -> nn.Module:
+    def predictor(self, model: nn.Module, client: int = 0, generator=None) -> nn.Module:
         return T3APredictor(model, self.filter_k)

@@ -67,12 +67,24 @@ class Algorithm:
         self.trainable: list[str] = []
         self.client_sizes: list[int] = []
         self.train_cfg: dict = {}
+        self.train_data: Any = None
+        self.client_train: list[torch.Tensor] = []
 
-    def configure(self, client_sizes: list[int], train_cfg: dict) -> None:
+    def configure(
+        self,
+        client_sizes: list[int],
+        train_cfg: dict,
+        data: Any = None,
+        client_train: list[torch.Tensor] | None = None,
+    ) -> None:
         """What the run looks like (called by the engine before ``setup``): every client's
-        training-set size and the ``train`` block (FedDC scales by them)."""
+        training-set size and the ``train`` block (FedDC scales by them), the training data
+        and each client's indices into it (what a predictor may read: FedICON's online
+        memory)."""
         self.client_sizes = list(client_sizes)
         self.train_cfg = dict(train_cfg)
+        self.train_data = data
+        self.client_train = list(client_train or [])
 
     def prepare_model(self, model: nn.Module) -> None:
         """Add what the algorithm keeps in the model (FedTHE's personal head), right after the
@@ -125,9 +137,12 @@ class Algorithm:
         every label reads −1; test-time adaptation)."""
         return "train"
 
-    def predictor(self, model: nn.Module) -> nn.Module:
-        """What evaluates one client (called once per client, its tensors loaded): the model,
-        or a module around it that adapts while it predicts (T3A)."""
+    def predictor(
+        self, model: nn.Module, client: int = 0, generator: torch.Generator | None = None
+    ) -> nn.Module:
+        """What evaluates ``client`` (called once per client, its tensors loaded): the model,
+        or a module around it that adapts while it predicts (T3A, FedICON online), drawing
+        from ``generator`` (seeded by the run, round and client)."""
         return model
 
     def client_begin(self, ctx: ClientCtx) -> None:

@@ -51,3 +51,13 @@ def contrastive_loss(
     per_anchor = -torch.where(positive, log_prob, 0.0).sum(1) / positive.sum(1)
     scale = 1.0 if base_temperature is None else temperature / base_temperature
     return scale * per_anchor.mean()
+
+
+def online_contrastive_loss(
+    anchor: torch.Tensor, positive: torch.Tensor, memory: torch.Tensor, temperature: float = 0.1
+) -> torch.Tensor:
+    """FedICON's online Eq. 7 (§4.2, last paragraph) for one test sample: −log of
+    exp(z_x·z'_x/τ) over the sum of exp(z_x·z_a/τ) for a in the memory and the twin view,
+    the rows normalised representations (``anchor``, ``positive``: 1×d, ``memory``: U×d)."""
+    logits = torch.cat([anchor @ positive.T, anchor @ memory.T], dim=1) / temperature
+    return F.cross_entropy(logits, torch.zeros(len(anchor), dtype=torch.long, device=anchor.device))

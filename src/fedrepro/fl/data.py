@@ -56,3 +56,14 @@ class DeviceData:
         if transform is not None:
             x = transform(x, generator)
         return normalize(x, self.mean, self.std), self.labels[idx]
+
+    def view_of(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """An augmented view of inputs ``x`` this data already prepared (normalised, at the
+        input size): the training augmentation applied to them again (FedICON's online
+        test-time views)."""
+        m = torch.tensor(self.mean[: x.shape[1]], device=x.device, dtype=x.dtype)
+        s = torch.tensor(self.std[: x.shape[1]], device=x.device, dtype=x.dtype)
+        raw = x * s.view(1, -1, 1, 1) + m.view(1, -1, 1, 1)
+        aug = augment(raw, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode,
+                      self.flip_p, self.rotate_p, self.erase)  # fmt: skip
+        return normalize(aug, self.mean, self.std)

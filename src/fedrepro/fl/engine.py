@@ -147,7 +147,7 @@ def run_rounds(
     seed = int(cfg["seed"])
     rounds = int(tcfg["rounds"])
     every = int(cfg.get("checkpoint_every", 1))
-    algorithm.configure([len(t) for t in clients.train], tcfg)
+    algorithm.configure([len(t) for t in clients.train], tcfg, train, clients.train)
     algorithm.setup(model, len(clients))
     if start_local:  # a client's own tensors are its own even where they no longer train
         present = set(named_state(model)) - set(algorithm.shared)
@@ -342,7 +342,14 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
                 put(model, client_local(algorithm, state, k, init_local, device))
             gen = _generator(device, seed, r, k, 0xE7A1)
             per_client.append(
-                predict(algorithm.predictor(model), test, idx, gen, clients.transforms[k], **opts)
+                predict(
+                    algorithm.predictor(model, k, gen),
+                    test,
+                    idx,
+                    gen,
+                    clients.transforms[k],
+                    **opts,
+                )
             )
     n = sum(len(c) for c, _ in per_client)
     hits = sum(float(c.sum()) for c, _ in per_client)

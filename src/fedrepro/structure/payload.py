@@ -44,6 +44,7 @@ def sender(
         **model_cfg.get("tuning_options", {}),
     )
     algorithm = make_algorithm(algorithm_cfg)
+    algorithm.prepare_model(model)  # as the engine's jobs do (FedTHE's personal head)
     algorithm.configure([1] * clients, {"batch_size": 1, "local_epochs": 1, "lr": 1.0})
     algorithm.setup(model, clients)
     return model, algorithm

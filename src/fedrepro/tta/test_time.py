@@ -15,7 +15,8 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
 - ``the``: FedTHE's test-time ensemble of its global and personal heads (a FedTHE run's);
   Adam at ``lr`` (10 × the run's rate when not given, FedTHE's setting) for ``the_steps`` steps.
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
-  adaptation (``tta_epochs: 0`` leaves it out).
+  adaptation (``tta_epochs: 0`` leaves it out; ``online: true`` adapts sample by sample
+  while predicting, against a memory of ``memory`` training images, §4.2).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def _fedicon_test_config(run: dict, adapt: dict) -> dict:
         "classifier_epochs": adapt["classifier_epochs"],
         "temperature": adapt["temperature"],
     }
+    if adapt["online"]:  # adapts while predicting, after the classifier epochs
+        if int(adapt["tta_epochs"]) or int(adapt["classifier_epochs"]) < 1:
+            raise ValueError("adapt (fedicon_test): online needs tta_epochs: 0 and "
+                             "classifier_epochs >= 1")  # fmt: skip
+        algorithm.update(online=True, memory=adapt["memory"], online_steps=adapt["online_steps"])
     rounds = int(adapt["classifier_epochs"]) + int(adapt["tta_epochs"])
     return local_engine_config(run, adapt, algorithm, rounds)
 
@@ -85,6 +91,14 @@ THE = AdaptMethod("the", _the_config, {**_COMMON, "the_lr": None, "the_steps": 2
 FEDICON_TEST = AdaptMethod(
     "fedicon_test",
     _fedicon_test_config,
-    {**_COMMON, "classifier_epochs": 5, "tta_epochs": 5, "temperature": 0.1},
+    {
+        **_COMMON,
+        "classifier_epochs": 5,
+        "tta_epochs": 5,
+        "temperature": 0.1,
+        "online": False,
+        "memory": 256,
+        "online_steps": 1,
+    },
     "own",
 )
