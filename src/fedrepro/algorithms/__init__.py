@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.feddc import FedDC
+from fedrepro.algorithms.fedhpl import FedHPL
 from fedrepro.algorithms.fedicon import FedICON, FedICONTest
 from fedrepro.algorithms.fedins import FedIns
 from fedrepro.algorithms.fednova import FedNova
@@ -38,6 +39,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         T3A,
         FedTHE,
         THETest,
+        FedHPL,
     )
 }
 

@@ -32,6 +32,7 @@ class ClientCtx:
     round: int = 0
     data: Any = None  # the client's labelled training data (a DeviceData) ...
     idx: torch.Tensor | None = None  # ... and its indices into it (EATA's Fisher, FedTHE)
+    downloaded: dict[str, torch.Tensor] = field(default_factory=dict)  # its own downlink
 
 
 @dataclass
@@ -168,9 +169,20 @@ class Algorithm:
     def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
         return weighted_sum([p.tensors for p in payloads], self.weights(payloads))
 
+    def exchanges(self) -> bool:
+        """Whether the server aggregates each round: parameter averaging when tensors are
+        shared; an exchange of other payloads (FedHPL's logits) says so itself."""
+        return bool(self.shared)
+
     def downlink(self, current: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Tensors the server sends to each participating client."""
         return current
+
+    def downlink_to(self, client: int, down: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What ``client`` receives this round (``ctx.downloaded``; its bytes are counted):
+        the common ``down`` when something is shared, by default; a client's own payload
+        (FedHPL's per-client logits) otherwise."""
+        return down if self.shared else {}
 
     # ---- checkpointing -------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -183,7 +183,10 @@ def run_rounds(
         )
         down = algorithm.downlink(state.shared)
         payloads: list[Payload] = []
+        down_bytes = 0
         for pos, k in enumerate(picked):
+            received = algorithm.downlink_to(k, down)
+            down_bytes += nbytes(received)
             put(model, state.shared)
             put(model, client_local(algorithm, state, k, init_local, device))
             ctx = ClientCtx(
@@ -196,6 +199,7 @@ def run_rounds(
                 round=r,
                 data=train,
                 idx=clients.train[k],
+                downloaded=received,
             )
             epochs = int(tcfg.get("local_epochs", 1))
             phases = algorithm.local_phases(r, epochs)
@@ -239,7 +243,7 @@ def run_rounds(
         with clock.phase("aggregate"):
             finite = [p for p in payloads if all_finite(p.all_tensors())]
             keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
-            if keep and algorithm.shared:
+            if keep and algorithm.exchanges():
                 state.shared = algorithm.aggregate(state.shared, keep)
             diverged = len(finite) < len(payloads) or not all_finite(state.shared)
         row = {
@@ -247,7 +251,7 @@ def run_rounds(
             "lr": lr,
             "clients": len(picked),
             "up_bytes": sum(nbytes(p.all_tensors()) for p in payloads),
-            "down_bytes": nbytes(down) * len(picked) if algorithm.shared else 0,
+            "down_bytes": down_bytes,
             "diverged": diverged,
             "excluded": len(payloads) - len(keep),
         }

@@ -96,9 +96,11 @@ def aggregate(
     return kappa * numerator / (den + 1)[..., None]
 
 
-def has_teacher(counts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """``[K, C]``: whether client k's global logit of class c rests on any correct logit."""
-    return (weights.to(counts.dtype) @ counts) > 0
+def has_teacher(global_logits: torch.Tensor) -> torch.Tensor:
+    """Which classes of one client's C×C global logits rest on any correct logit: Eq. 8's
+    numerator is 0 exactly when no client kept a sample of the class, so its row is zero
+    (the rows are what a client downloads; nothing else is sent)."""
+    return global_logits.abs().sum(-1) > 0
 
 
 def kd_loss(

@@ -1,0 +1,135 @@
+"""FedHPL: prompt tuning with per-class logit distillation (FedHPL §3; docs/methods/fedhpl.md).
+
+Every client keeps its own trainable tensors (with ``tuning: vpt_deep`` the prompts and the
+head on a frozen backbone); nothing is averaged. Each round a client trains with
+cross-entropy plus λ·KD against the global logit of each sample's label that the server
+sent it (round 1: none), then uploads the logits of its correctly classified training
+samples (``upload: all``) or their per-class means and counts (``average``). The server
+combines them per client with latent-dimension weights (Eq. 7–8, ``fedrepro.fl.logits``)
+and sends each client its C×C matrix; both directions are counted in the run's bytes.
+``lam: 0`` is local prompt tuning (Fig. 3c's "Local").
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fedrepro.fl import logits as lx
+from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
+from fedrepro.fl.local import EVAL_BATCH
+
+UPLOADS = ("average", "all")
+
+
+class FedHPL(Algorithm):
+    name = "fedhpl"
+
+    def __init__(
+        self,
+        lam: float = 1.0,
+        temperature: float = 3.5,
+        upload: str = "average",
+        correct_only: bool = True,
+        logit_weighting: str = "ratio",
+        kappa: float = 1.0,
+        logit_denominator: str = "weighted",
+        kd_reduction: str = "mean_over_samples",
+        dims: list[int] | None = None,
+        **kw,
+    ):
+        super().__init__(**kw)
+        if upload not in UPLOADS:
+            raise ValueError(f"algorithm fedhpl: upload {upload!r} (allowed: average, all)")
+        if logit_weighting not in lx.WEIGHTINGS or logit_denominator not in lx.DENOMINATORS:
+            raise ValueError(
+                f"algorithm fedhpl: logit_weighting in {lx.WEIGHTINGS}, logit_denominator in "
+                f"{lx.DENOMINATORS}; got {logit_weighting!r}, {logit_denominator!r}"
+            )
+        if kd_reduction not in lx.KD_REDUCTIONS:
+            raise ValueError(f"algorithm fedhpl: kd_reduction in {lx.KD_REDUCTIONS}")
+        self.lam, self.temperature = float(lam), float(temperature)
+        self.upload, self.correct_only = upload, bool(correct_only)
+        self.logit_weighting, self.kappa = logit_weighting, float(kappa)
+        self.logit_denominator = logit_denominator
+        self.kd_reduction = kd_reduction
+        self.dims = None if dims is None else [int(d) for d in dims]
+        self.global_logits: torch.Tensor | None = None  # [K, C, C], after the first round
+
+    def local_keys(self, model: nn.Module) -> set[str]:
+        return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+
+    def setup(self, model: nn.Module, num_clients: int) -> None:
+        super().setup(model, num_clients)
+        self.num_classes = model.get_classifier().out_features
+        dims = self.dims or [int(getattr(model, "num_features", 1))] * num_clients
+        if len(dims) != num_clients:
+            raise ValueError(f"algorithm fedhpl: {len(dims)} dims for {num_clients} clients")
+        self.weights_kj = lx.dimension_weights(dims, self.logit_weighting)
+
+    def exchanges(self) -> bool:
+        return True
+
+    def downlink_to(self, client: int, down: dict) -> dict[str, torch.Tensor]:
+        """Client ``client``'s C×C global logits (nothing before the first aggregation). A
+        class that no correct logit supports arrives as a zero row (Eq. 8's numerator is 0):
+        the client reads it as "no teacher"."""
+        if self.global_logits is None:
+            return {}
+        return {"logits": self.global_logits[client]}
+
+    def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = ctx.model(x)
+        loss = F.cross_entropy(logits, y)
+        got = ctx.downloaded
+        if self.lam > 0 and got:
+            teacher = got["logits"].to(logits)
+            available = lx.has_teacher(teacher)
+            loss = loss + self.lam * lx.kd_loss(
+                logits, teacher, y, available, self.temperature, self.kd_reduction
+            )
+        return loss
+
+    def client_end(self, ctx: ClientCtx) -> Payload:
+        z, y = self._train_logits(ctx)
+        if self.upload == "all":
+            kept, labels = lx.upload_all(z, y, self.correct_only)
+            extra = {"logits": kept, "labels": labels}
+        else:
+            means, counts = lx.upload_average(z, y, self.num_classes, self.correct_only)
+            extra = {"means": means, "counts": counts}
+        return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
+
+    def _train_logits(self, ctx: ClientCtx) -> tuple[torch.Tensor, torch.Tensor]:
+        """The client's logits on its own training images (evaluation mode, no augmentation)."""
+        model = ctx.model
+        model.eval()
+        out, labels = [], []
+        with torch.no_grad():
+            for start in range(0, len(ctx.idx), EVAL_BATCH):
+                x, y = ctx.data.batch(ctx.idx[start : start + EVAL_BATCH])
+                out.append(model(x).float())
+                labels.append(y)
+        return torch.cat(out), torch.cat(labels)
+
+    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        c = self.num_classes
+        sums = torch.zeros(self.num_clients, c, c, dtype=torch.float64)
+        counts = torch.zeros(self.num_clients, c, dtype=torch.float64)
+        for p in payloads:
+            if self.upload == "all":
+                s, n = lx.class_sums(p.extra["logits"].double().cpu(), p.extra["labels"].cpu(), c)
+            else:
+                n = p.extra["counts"].double().cpu()
+                s = p.extra["means"].double().cpu() * n[:, None]
+            sums[p.client], counts[p.client] = s, n
+        z = lx.aggregate(sums, counts, self.weights_kj, self.kappa, self.logit_denominator)
+        self.global_logits = z.float()
+        return current
+
+    def state_dict(self) -> dict:
+        return {"global_logits": self.global_logits}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.global_logits = state.get("global_logits")
