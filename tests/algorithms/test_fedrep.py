@@ -52,3 +52,19 @@ def test_head_phase_leaves_the_body_and_body_phase_leaves_the_head():
     for k in range(4):
         assert torch.equal(state.local[k]["fc.weight"], start["fc.weight"])
     assert not torch.equal(state.shared["conv.weight"], start["conv.weight"])
+
+
+def test_fedbabu_never_trains_or_sends_the_head_and_averages_the_body():
+    """FedBABU (FedHPL's baseline; Oh et al. 2022): the head stays bit-identical to its
+    initialisation through federated training and is not in the payload (P(body) sent)."""
+    data, clients = problem()
+    torch.manual_seed(0)
+    model = TinyNet()
+    head0 = {k: v.clone() for k, v in model.fc.state_dict().items()}
+    alg = make_algorithm({"name": "fedbabu"})
+    state = run_rounds(train_cfg(rounds=2), model, alg, data, data, clients, log=lambda _: None)
+    assert not any(k.startswith("fc.") for k in state.shared) and state.local == {}
+    assert all(torch.equal(model.fc.state_dict()[k], v) for k, v in head0.items())
+    assert {"conv.weight", "conv.bias"} <= set(state.shared)
+    up = state.history[0]["up_bytes"]
+    assert up == 4 * sum(v.numel() * v.element_size() for v in state.shared.values())

@@ -48,6 +48,26 @@ class FedRep(Algorithm):
         return [(self.head, self.head_epochs), (body, epochs)]
 
 
+class FedBABU(Algorithm):
+    """Oh et al. 2022: the head stays at its (common) initialisation during federated
+    training, only the body trains and is averaged; before evaluation each client fine-tunes
+    its model (FedHPL App. B.3: the entire model, 10 epochs: the ``finetune`` adapt stage)."""
+
+    name = "fedbabu"
+
+    def setup(self, model, num_clients: int) -> None:
+        """The head is neither sent nor kept per client: it stays the model's seeded
+        initialisation, the same on every client and in the saved run."""
+        super().setup(model, num_clients)
+        self.head = set(head_keys(model)) & set(self.trainable)
+        self.shared = [k for k in self.shared if k not in self.head]
+        self.shared_trainable = [k for k in self.shared_trainable if k not in self.head]
+        self.local = [k for k in self.local if k not in self.head]
+
+    def local_phases(self, r: int, epochs: int) -> list[tuple[set[str], int]]:
+        return [(set(self.trainable) - self.head, epochs)]
+
+
 class Local(Algorithm):
     """Local / SOLO: every client trains alone for the same budget; nothing is sent."""
 
