@@ -92,6 +92,8 @@ class FedHPL(Algorithm):
         return loss
 
     def client_end(self, ctx: ClientCtx) -> Payload:
+        if ctx.data is None:  # a client without data (counting parameters): no logits
+            return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, {})
         z, y = self._train_logits(ctx)
         if self.upload == "all":
             kept, labels = lx.upload_all(z, y, self.correct_only)

@@ -53,6 +53,12 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         [("parameters", "total")],
         "Parameters: every scalar of the model, all trained in collaborative training. ",
     ),
+    "trainable": (
+        "Param (M)",
+        [("trainable", "trainable")],
+        "Trainable: the parameters a client trains (FedBABU's frozen head and a prompt-tuned "
+        "model's frozen backbone excluded). ",
+    ),
     "local": (
         "# params, client training",
         [("client-local", "local")],
@@ -62,16 +68,21 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
 }
 DEFAULT_SHOWN = ("com_cost", "new_params")
 SCALES = {"": 1.0, "K": 1e3, "M": 1e6}
+# what a bare printed number counts in, per the item's ``unit`` (FedHPL's "M" is 2^20)
+BARE = {"M": 1e6, "Mi": float(2**20), "printed": 1.0}
 HEADINGS = {q: c[0] for q, c in COLUMNS.items()}
 
 
 def printed_number(printed: str, unit: str) -> tuple[str, float]:
     """The number of a printed value and its scale: "5.1K" → ("5.1", 1e3); without a suffix
-    the item's ``unit`` (``M``: FedIns prints millions bare; ``printed``: plain scalars)."""
+    the item's ``unit`` (``M``: FedIns prints millions bare; ``Mi``: FedHPL's 2^20;
+    ``printed``: plain scalars)."""
     suffix = printed[-1:] if printed[-1:] in ("K", "M") else ""
     if suffix:
         return printed[:-1], SCALES[suffix]
-    return printed, SCALES["M"] if unit == "M" else 1.0
+    if unit not in BARE:
+        raise ValueError(f"parameters item: unit {unit!r} (allowed: {', '.join(BARE)})")
+    return printed, BARE[unit]
 
 
 def printed_convention(value_m: float, printed: str) -> str:
@@ -105,7 +116,8 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
         record = dict(counts)
         for q in spec.get("quantities", DEFAULT_SHOWN):
             printed = paper.get((counts["row"], counts["label"], q), "")
-            number, scale = printed_number(printed, unit) if printed else ("", SCALES["M"])
+            bare = BARE.get(unit, SCALES["M"]) if unit != "printed" else SCALES["M"]
+            number, scale = printed_number(printed, unit) if printed else ("", bare)
             if not printed and unit == "printed":
                 scale = 1.0
             value = counts[q] / scale
@@ -167,11 +179,10 @@ def _in_unit(value: float, suffix: str, show_suffix: bool) -> str:
 def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
     shown = spec.get("quantities", DEFAULT_SHOWN)
     words = "".join(COLUMNS[q][2] for q in shown)
-    units = (
-        "M = 10⁶ scalars."
-        if spec.get("unit", "M") == "M"
-        else "Ours are shown in the unit the paper prints (K = 10³, M = 10⁶)."
-    )
+    units = {
+        "M": "M = 10⁶ scalars.",
+        "Mi": "M = 2^20 = 1,048,576 scalars, the paper's unit.",
+    }.get(spec.get("unit", "M"), "Ours are shown in the unit the paper prints (K = 10³, M = 10⁶).")
     lines = [
         f"{spec.get('backbone')}, {spec.get('num_classes', 10)} classes, built on the meta "
         f"device (shapes only). {words}{units}",
