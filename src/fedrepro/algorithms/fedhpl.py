@@ -56,6 +56,7 @@ class FedHPL(Algorithm):
         self.kd_reduction = kd_reduction
         self.dims = None if dims is None else [int(d) for d in dims]
         self.global_logits: torch.Tensor | None = None  # [K, C, C], after the first round
+        self.teacher: tuple[torch.Tensor, torch.Tensor] | None = None  # this client's, this round
 
     def local_keys(self, model: nn.Module) -> set[str]:
         return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
@@ -79,16 +80,24 @@ class FedHPL(Algorithm):
             return {}
         return {"logits": self.global_logits[client]}
 
+    def client_begin(self, ctx: ClientCtx) -> None:
+        """The round's teacher, once per client: its downloaded logits on the model's device
+        and which classes have one (none in round 1)."""
+        self.teacher = None
+        if self.lam > 0 and ctx.downloaded:
+            device = next(ctx.model.parameters()).device
+            teacher = ctx.downloaded["logits"].to(device)
+            self.teacher = teacher, lx.has_teacher(teacher)
+
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         logits = ctx.model(x)
         loss = F.cross_entropy(logits, y)
-        got = ctx.downloaded
-        if self.lam > 0 and got:
-            teacher = got["logits"].to(logits)
-            available = lx.has_teacher(teacher)
+        if self.teacher is not None:
+            teacher, available = self.teacher
             loss = loss + self.lam * lx.kd_loss(
-                logits, teacher, y, available, self.temperature, self.kd_reduction
-            )
+                logits, teacher.to(logits.dtype), y, available, self.temperature,
+                self.kd_reduction,
+            )  # fmt: skip
         return loss
 
     def client_end(self, ctx: ClientCtx) -> Payload:
@@ -109,8 +118,8 @@ class FedHPL(Algorithm):
         model.eval()
         out, labels = [], []
         with torch.no_grad():
-            for start in range(0, len(ctx.idx), EVAL_BATCH):
-                x, y = ctx.data.batch(ctx.idx[start : start + EVAL_BATCH])
+            for part in ctx.idx.split(EVAL_BATCH):
+                x, y = ctx.data.batch(part)
                 out.append(model(x).float())
                 labels.append(y)
         return torch.cat(out), torch.cat(labels)

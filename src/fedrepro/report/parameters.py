@@ -80,9 +80,14 @@ def printed_number(printed: str, unit: str) -> tuple[str, float]:
     suffix = printed[-1:] if printed[-1:] in ("K", "M") else ""
     if suffix:
         return printed[:-1], SCALES[suffix]
+    return printed, bare_scale(unit)
+
+
+def bare_scale(unit: str) -> float:
+    """What a number without a suffix counts in, per the item's ``unit``."""
     if unit not in BARE:
         raise ValueError(f"parameters item: unit {unit!r} (allowed: {', '.join(BARE)})")
-    return printed, BARE[unit]
+    return BARE[unit]
 
 
 def printed_convention(value_m: float, printed: str) -> str:
@@ -116,10 +121,7 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
         record = dict(counts)
         for q in spec.get("quantities", DEFAULT_SHOWN):
             printed = paper.get((counts["row"], counts["label"], q), "")
-            bare = BARE.get(unit, SCALES["M"]) if unit != "printed" else SCALES["M"]
-            number, scale = printed_number(printed, unit) if printed else ("", bare)
-            if not printed and unit == "printed":
-                scale = 1.0
+            number, scale = printed_number(printed, unit) if printed else ("", bare_scale(unit))
             value = counts[q] / scale
             record[f"{q}_M"] = value  # in the printed unit (M unless the paper says K or none)
             if unit == "printed":  # the unit differs from cell to cell
