@@ -39,6 +39,18 @@ def problem(num_clients=4, per_client=24, seed=0, sizes=None):
     return data, clients
 
 
+def spy_client_end(alg, seen: list) -> None:
+    """Record ``(round, client, what it downloaded, its payload)`` of every client update."""
+    client_end = alg.client_end
+
+    def spy_end(ctx):
+        payload = client_end(ctx)
+        seen.append((ctx.round, ctx.client, dict(ctx.downloaded), payload))
+        return payload
+
+    alg.client_end = spy_end
+
+
 def train_cfg(**over):
     cfg = {
         "seed": 0,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
 import torch
 
 from fedrepro.algorithms import make_algorithm
 from fedrepro.fl import logits as lx
 from fedrepro.fl.engine import run_rounds
-from tests.fl_helpers import TinyNet, problem, train_cfg
+from tests.fl_helpers import TinyNet, problem, spy_client_end, train_cfg
 
 C = 3
 
@@ -22,14 +23,7 @@ def _run(algorithm: dict, rounds: int = 3):
     model = TinyNet(C)
     alg = make_algorithm(algorithm)
     seen = []
-    client_end = alg.client_end
-
-    def spy_end(ctx):
-        payload = client_end(ctx)
-        seen.append((ctx.round, ctx.client, dict(ctx.downloaded), payload))
-        return payload
-
-    alg.client_end = spy_end
+    spy_client_end(alg, seen)
     state = run_rounds(train_cfg(rounds=rounds), model, alg, data, data, clients,
                        log=lambda _: None)  # fmt: skip
     return state, alg, seen, (data, clients)
@@ -99,3 +93,21 @@ def test_a_killed_run_resumes_the_exchange_from_its_checkpoint(tmp_path):
     for k in range(4):
         for name, value in full.local[k].items():
             assert torch.equal(resumed.local[k][name], value), (k, name)
+
+
+def test_averaging_the_head_shares_it_and_keeps_the_logit_exchange():
+    """Table 3 right's "+ head": the heads are averaged as FedAvg would, everything else stays
+    on the client, and the logits are still exchanged (and counted)."""
+    state, alg, seen, _ = _run({"name": "fedhpl", "average": ["head"]}, rounds=2)
+    assert set(state.shared) == {"fc.weight", "fc.bias"} and "fc.weight" not in alg.local
+    assert all("fc.weight" in p.tensors for *_, p in seen)
+    assert all(set(got) == {"fc.weight", "fc.bias", "logits"} for r, _, got, _ in seen if r == 2)
+    head = sum(v.numel() * 4 for v in state.shared.values())
+    assert state.history[1]["down_bytes"] == 4 * (head + C * C * 4)
+    assert not torch.equal(state.local[0]["conv.weight"], state.local[1]["conv.weight"])
+
+
+def test_averaging_needs_clients_of_one_dimension():
+    alg = make_algorithm({"name": "fedhpl", "average": ["prompts"], "dims": [8, 16]})
+    with pytest.raises(ValueError, match="one latent dimension"):
+        alg.setup(TinyNet(C), 2)

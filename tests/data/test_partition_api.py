@@ -113,3 +113,16 @@ def test_partition_files_writes_the_json_from_prepared_splits(tmp_path: Path) ->
     partition_files(DIR, save("train", TRAIN), save("test", TEST), out, seed=3)
     assert json.loads(out.read_text()) == part(DIR, seed=3)
     assert [p.name for p in out.parent.iterdir()] == ["p.json"]  # no temporary left behind
+
+
+def test_train_fraction_keeps_a_seeded_share_of_each_clients_images_in_order() -> None:
+    full = part({"scheme": "iid", "clients": 4})
+    kept = part({"scheme": "iid", "clients": 4, "train_fraction": 0.3})
+    assert kept == part({"scheme": "iid", "clients": 4, "train_fraction": 0.3})
+    assert kept["params"]["train_fraction"] == 0.3 and "train_fraction" not in full["params"]
+    for whole, share in zip(full["clients"], kept["clients"], strict=True):
+        assert len(share["train"]) == round(0.3 * len(whole["train"]))
+        positions = [whole["train"].index(i) for i in share["train"]]
+        assert positions == sorted(positions)  # a subset, in the client's own order
+    with pytest.raises(ValueError, match="'train_fraction'"):
+        part({"scheme": "iid", "clients": 4, "train_fraction": 0})

@@ -243,3 +243,32 @@ def test_inline_diff_is_kept_per_group_after_its_columns(tmp_path: Path) -> None
     deltas = csv[csv["kind"] == "diff"]
     assert deltas["test"].tolist() == ["Δ", "Δ"]
     assert deltas["mean"].tolist() == pytest.approx([-14.0, -15.5])
+
+
+def test_statistics_make_columns_from_several_metrics_of_each_run(tmp_path: Path) -> None:
+    """FedHPL's lowest / average / highest client: one column per metrics.json key, scaled by
+    ``multiply``, each run read once per statistic."""
+    from tests.report.test_report_results import write_run
+
+    runs = tmp_path / "runs"
+    spec = {
+        "rows": "partition",
+        "columns": "statistic",
+        "metric": "final_acc",
+        "multiply": 0.5,
+        "statistics": {"label": "statistic",
+                       "values": {"Lowest": "lo", "Average": "final_acc", "Highest": "hi"}},
+    }  # fmt: skip
+    manifest = {"paper": "fedhpl", "item": "t3", "kind": "table", "title": "t", "scale": "mini",
+                "spec": spec, "runs": []}  # fmt: skip
+    for i, (part, acc) in enumerate([("IID", 90.0), ("α=0.1", 80.0)]):
+        manifest["runs"].append({"id": f"r{i}", "labels": {"partition": part, "seed": 0}})
+        write_run(runs, f"r{i}", acc, extra={"lo": acc - 10, "hi": acc + 4})
+    make_table(with_files(manifest, runs), tmp_path / "t3", None)
+    header, iid, alpha = md_table(tmp_path / "t3.md")
+    assert header[1:] == ["Lowest", "Average", "Highest"]
+    assert [c.split()[0] for c in iid[1:]] == ["40.00", "45.00", "47.00"]
+    assert [c.split()[0] for c in alpha[1:]] == ["35.00", "40.00", "42.00"]
+    bad = {**manifest, "spec": {**spec, "statistics": {"label": "statistic"}}}
+    with pytest.raises(ValueError, match="statistics"):
+        make_table(with_files(bad, runs), tmp_path / "bad", None)

@@ -31,6 +31,31 @@ def test_trainable_counts_match_the_printed_param_column(algorithm, model, train
     assert scale == 2**20 and matches_printed(trainable / scale, number)
 
 
+@pytest.mark.parametrize(
+    ("classes", "vit", "with_frame"), [(10, 1_076_106, "1.028"), (100, 1_087_716, "1.039")]
+)
+def test_pfedpt_vit_and_frame_match_table5(classes, vit, with_frame):
+    """pFedPT's 32×32 ViT (Table 5 "ViT" 1.026 / 1.037) and its 4-pixel frame (G1 = 1,344
+    scalars = 1.3125 K) together give F1 and Table 1's 1.028."""
+    config = {"model": {"tuning": "pad_prompt", "tuning_options": {"pad": 4}},
+              "algorithm": {"name": "pfedpt"}, "clients": 5}  # fmt: skip
+    counts = count_parameters(config, "vit_pfedpt", classes, ("trainable", "com_cost"))
+    assert counts == {"trainable": vit + 1_344, "com_cost": vit}  # the frame is never sent
+    assert matches_printed(vit / 2**20, "1.026" if classes == 10 else "1.037")
+    assert matches_printed((vit + 1_344) / 2**20, with_frame)
+
+
+def test_pfedpg_counts_the_client_part_and_the_server_generator():
+    """pFedPG: 10 shallow prompts and the head on the client (15,370 = F2 − G2 of Table 5),
+    plus the server's generator (ours, so not Table 5's 1.512)."""
+    config = {"model": {"tuning": "vpt_shallow", "tuning_options": {"num_prompts": 10}},
+              "algorithm": {"name": "pfedpg"}, "clients": 5}  # fmt: skip
+    counts = count_parameters(config, VIT_B, 10, ("trainable", "server", "aux"))
+    assert counts["aux"] == 7_680  # the prompt update a client sends ("7.5 K")
+    assert counts["trainable"] - counts["server"] == 7_680 + 7_690
+    assert counts["server"] == 10 * 768 + 5 * 10 * 768 + 3 * (768 * 768 + 768)
+
+
 def test_an_unknown_unit_is_refused():
     with pytest.raises(ValueError, match="unit 'G'"):
         printed_number("1.0", "G")

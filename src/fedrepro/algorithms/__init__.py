@@ -12,7 +12,8 @@ from fedrepro.algorithms.fedpce import FedPCE
 from fedrepro.algorithms.fedprox import FedProx
 from fedrepro.algorithms.fedthe import FedTHE, THETest
 from fedrepro.algorithms.moon import Moon
-from fedrepro.algorithms.personalized import FedBABU, FedBN, FedPer, FedRep, Local
+from fedrepro.algorithms.personalized import FedBABU, FedBN, FedPer, FedRep, Local, PFedPT
+from fedrepro.algorithms.pfedpg import PFedPG
 from fedrepro.algorithms.scaffold import Scaffold
 from fedrepro.algorithms.test_time import EATA, T3A, Tent
 from fedrepro.fl.algorithm import Algorithm
@@ -41,6 +42,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         THETest,
         FedHPL,
         FedBABU,
+        PFedPT,
+        PFedPG,
     )
 }
 

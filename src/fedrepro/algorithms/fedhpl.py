@@ -7,7 +7,10 @@ sent it (round 1: none), then uploads the logits of its correctly classified tra
 samples (``upload: all``) or their per-class means and counts (``average``). The server
 combines them per client with latent-dimension weights (Eq. 7–8, ``fedrepro.fl.logits``)
 and sends each client its C×C matrix; both directions are counted in the run's bytes.
-``lam: 0`` is local prompt tuning (Fig. 3c's "Local").
+``lam: 0`` is local prompt tuning (Fig. 3c's "Local"). ``average: [prompts]`` / ``[head]``
+also averages the prompts / the head among clients of the same latent dimension (Table 3
+right, "exploiting homogeneous parameters"; homogeneous clients only, until part 2's
+heterogeneous ones).
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from torch import nn
 from fedrepro.fl import logits as lx
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.local import EVAL_BATCH
+from fedrepro.fl.tensors import take
+from fedrepro.models.registry import head_keys
 
 UPLOADS = ("average", "all")
+AVERAGED = ("prompts", "head")
 
 
 class FedHPL(Algorithm):
@@ -37,6 +43,7 @@ class FedHPL(Algorithm):
         logit_denominator: str = "weighted",
         kd_reduction: str = "mean_over_samples",
         dims: list[int] | None = None,
+        average: list[str] | None = None,
         **kw,
     ):
         super().__init__(**kw)
@@ -55,11 +62,24 @@ class FedHPL(Algorithm):
         self.logit_denominator = logit_denominator
         self.kd_reduction = kd_reduction
         self.dims = None if dims is None else [int(d) for d in dims]
+        self.average = list(average or [])
+        if set(self.average) - set(AVERAGED):
+            raise ValueError(f"algorithm fedhpl: average {self.average} (allowed: {AVERAGED})")
         self.global_logits: torch.Tensor | None = None  # [K, C, C], after the first round
         self.teacher: tuple[torch.Tensor, torch.Tensor] | None = None  # this client's, this round
 
     def local_keys(self, model: nn.Module) -> set[str]:
-        return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        """Everything but the tensors ``average`` shares."""
+        every = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        return every - self._averaged(model)
+
+    def _averaged(self, model: nn.Module) -> set[str]:
+        keys = set()
+        if "prompts" in self.average:
+            keys |= {n for n, _ in model.named_parameters() if n.rsplit(".", 1)[-1] == "prompts"}
+        if "head" in self.average:
+            keys |= set(head_keys(model))
+        return keys
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
@@ -68,6 +88,8 @@ class FedHPL(Algorithm):
         if len(dims) != num_clients:
             raise ValueError(f"algorithm fedhpl: {len(dims)} dims for {num_clients} clients")
         self.weights_kj = lx.dimension_weights(dims, self.logit_weighting)
+        if self.average and len(set(dims)) > 1:
+            raise ValueError("algorithm fedhpl: average needs clients of one latent dimension")
 
     def exchanges(self) -> bool:
         return True
@@ -76,15 +98,16 @@ class FedHPL(Algorithm):
         """Client ``client``'s C×C global logits (nothing before the first aggregation). A
         class that no correct logit supports arrives as a zero row (Eq. 8's numerator is 0):
         the client reads it as "no teacher"."""
+        shared = down if self.shared else {}
         if self.global_logits is None:
-            return {}
-        return {"logits": self.global_logits[client]}
+            return shared
+        return {**shared, "logits": self.global_logits[client]}
 
     def client_begin(self, ctx: ClientCtx) -> None:
         """The round's teacher, once per client: its downloaded logits on the model's device
         and which classes have one (none in round 1)."""
         self.teacher = None
-        if self.lam > 0 and ctx.downloaded:
+        if self.lam > 0 and "logits" in ctx.downloaded:
             device = next(ctx.model.parameters()).device
             teacher = ctx.downloaded["logits"].to(device)
             self.teacher = teacher, lx.has_teacher(teacher)
@@ -101,8 +124,9 @@ class FedHPL(Algorithm):
         return loss
 
     def client_end(self, ctx: ClientCtx) -> Payload:
+        sent = take(ctx.model, self.shared)  # the averaged prompts / head, if any
         if ctx.data is None:  # a client without data (counting parameters): no logits
-            return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, {})
+            return Payload(ctx.client, ctx.num_samples, ctx.steps, sent, {})
         z, y = self._train_logits(ctx)
         if self.upload == "all":
             kept, labels = lx.upload_all(z, y, self.correct_only)
@@ -110,7 +134,7 @@ class FedHPL(Algorithm):
         else:
             means, counts = lx.upload_average(z, y, self.num_classes, self.correct_only)
             extra = {"means": means, "counts": counts}
-        return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
+        return Payload(ctx.client, ctx.num_samples, ctx.steps, sent, extra)
 
     def _train_logits(self, ctx: ClientCtx) -> tuple[torch.Tensor, torch.Tensor]:
         """The client's logits on its own training images (evaluation mode, no augmentation)."""
@@ -137,7 +161,7 @@ class FedHPL(Algorithm):
             sums[p.client], counts[p.client] = s, n
         z = lx.aggregate(sums, counts, self.weights_kj, self.kappa, self.logit_denominator)
         self.global_logits = z.float()
-        return current
+        return super().aggregate(current, payloads) if self.shared else current
 
     def state_dict(self) -> dict:
         return {"global_logits": self.global_logits}

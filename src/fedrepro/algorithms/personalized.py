@@ -1,9 +1,10 @@
 """Partial sharing: FedBN keeps normalisation layers local, FedPer and FedRep keep the head
-local."""
+local, pFedPT its input prompt."""
 
 from __future__ import annotations
 
 from fedrepro.fl.algorithm import Algorithm
+from fedrepro.models.pad_prompt import prompt_keys
 from fedrepro.models.registry import head_keys, norm_keys
 
 
@@ -36,16 +37,38 @@ class FedRep(Algorithm):
         super().__init__(**kw)
         self.head_epochs = int(head_epochs)
 
+    def personal_keys(self, model) -> list[str]:
+        """The tensors that stay on the client and train first."""
+        return head_keys(model)
+
     def local_keys(self, model) -> set[str]:
-        return set(head_keys(model))
+        return set(self.personal_keys(model))
 
     def setup(self, model, num_clients: int) -> None:
         super().setup(model, num_clients)
-        self.head = set(head_keys(model)) & set(self.trainable)
+        self.head = set(self.personal_keys(model)) & set(self.trainable)
 
     def local_phases(self, r: int, epochs: int) -> list[tuple[set[str], int]]:
         body = set(self.trainable) - self.head
         return [(self.head, self.head_epochs), (body, epochs)]
+
+
+class PFedPT(FedRep):
+    """pFedPT (Li et al. TMLR 2023; FedHPL App. B.3): each client keeps a personal pixel
+    prompt (``tuning: pad_prompt``) and each round first trains it for ``prompt_epochs`` with
+    the model frozen (stage 1), then the whole model for the round's local epochs with the
+    prompt frozen (stage 2); the model is averaged, the prompt never leaves the client."""
+
+    name = "pfedpt"
+
+    def __init__(self, prompt_epochs: int = 1, **kw):
+        super().__init__(head_epochs=prompt_epochs, **kw)
+
+    def personal_keys(self, model) -> list[str]:
+        keys = prompt_keys(model)
+        if not keys:
+            raise ValueError("algorithm pfedpt needs model.tuning: pad_prompt")
+        return keys
 
 
 class FedBABU(Algorithm):

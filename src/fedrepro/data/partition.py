@@ -60,7 +60,15 @@ SCHEMES: dict[str, Scheme] = {
     "fedpce_degradation": Scheme(fedpce_degradation),
 }
 
-META_KEYS = ("scheme", "clients", "test_mode", "seed", "styles", "styled_fraction")
+META_KEYS = (
+    "scheme",
+    "clients",
+    "test_mode",
+    "seed",
+    "styles",
+    "styled_fraction",
+    "train_fraction",
+)
 
 
 def make_partition(
@@ -119,9 +127,29 @@ def make_partition(
     test_rng, rerun_rng, style_rng = (np.random.default_rng(s) for s in streams)
     tests = _test_lists(scheme, name, spec, test_mode, clients, data, test_rng, rerun_rng)
     resolved = dict(params.resolved)
+    if "train_fraction" in spec:
+        resolved |= _keep_fraction(spec, clients, np.random.SeedSequence(seed).spawn(4)[3])
     if spec.get("styles"):
         resolved |= _assign_styles(spec, clients, style_rng)
     return _to_json_dict(name, resolved, seed, test_mode, clients, tests, data)
+
+
+def _keep_fraction(
+    spec: dict[str, Any], clients: list[ClientPart], stream: np.random.SeedSequence
+) -> dict[str, Any]:
+    """FedHPL Fig. 3b's share of local training samples: each client keeps a seeded random
+    ``train_fraction`` of its training images (at least one), after the scheme drew them."""
+    fraction = spec["train_fraction"]
+    ok = isinstance(fraction, int | float) and not isinstance(fraction, bool)
+    if not ok or not 0 < fraction <= 1:
+        raise ValueError(
+            f"partition spec: key 'train_fraction' is {fraction!r}; expected a number in (0, 1]"
+        )
+    rng = np.random.default_rng(stream)
+    for client in clients:
+        keep = max(1, int(round(fraction * len(client.train)))) if len(client.train) else 0
+        client.train = client.train[np.sort(rng.choice(len(client.train), keep, replace=False))]
+    return {"train_fraction": fraction}
 
 
 def _assign_styles(

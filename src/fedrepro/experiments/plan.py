@@ -143,6 +143,9 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             cfg = doc["defaults"]
             for axis, value in labels.items():
                 cfg = deep_merge(cfg, doc["axes"][axis][value])
+            for over in doc.get("overrides", []):  # settings of a combination of values
+                if _selected(labels, over["where"]):
+                    cfg = deep_merge(cfg, over["set"])
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")

@@ -184,6 +184,10 @@ class Algorithm:
         (FedHPL's per-client logits) otherwise."""
         return down if self.shared else {}
 
+    def server_parameters(self) -> int:
+        """Scalars the server itself trains (pFedPG's prompt generator); none by default."""
+        return 0
+
     # ---- checkpointing -------------------------------------------------------------
     def state_dict(self) -> dict:
         return {}

@@ -251,6 +251,7 @@ def run_rounds(
             "lr": lr,
             "clients": len(picked),
             "up_bytes": sum(nbytes(p.all_tensors()) for p in payloads),
+            "up_scalars": sum(t.numel() for p in payloads for t in p.all_tensors().values()),
             "down_bytes": down_bytes,
             "diverged": diverged,
             "excluded": len(payloads) - len(keep),

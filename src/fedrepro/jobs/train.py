@@ -184,6 +184,9 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         "final_acc": last["acc"],
         "final_acc_mean": last["acc_mean"],
         "final_acc_per_client": last["acc_per_client"],
+        # FedHPL's lowest and highest client (App. C.3)
+        "final_acc_min": min(last["acc_per_client"], default=last["acc"]),
+        "final_acc_max": max(last["acc_per_client"], default=last["acc"]),
         "final_loss": last["loss"],
         "best_acc": best["acc"],
         "best_round": best["round"],
@@ -203,6 +206,9 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
             "up_bytes_per_client_round": up / participations,
             "down_bytes_per_client_round": down / participations,
             "total_bytes": up + down,
+            # scalars all clients sent in the first and in the last round (FedHPL Table 10)
+            "up_scalars_first_round": rows[0].get("up_scalars"),
+            "up_scalars_last_round": rows[-1].get("up_scalars"),
         },
         "wall_seconds": seconds,
     }

@@ -138,6 +138,17 @@ BACKBONES: dict[str, BackboneSpec] = {
         "scratch",
         kwargs={"widths": (62, 124, 248, 496)},
     ),
+    # pFedPT's ViT in its original 32×32 setting (FedHPL App. B.3), trained from scratch: width
+    # 128, depth 8, MLP ratio 2, 4×4 patches, our reading of Table 5's "1.026" (2^20 units):
+    # 1,076,106 scalars with a 10-class head (1.037 with 100 classes), matching every printed digit
+    "vit_pfedpt": BackboneSpec(
+        "vit",
+        None,
+        "vit_pfedpt_mini",
+        32,
+        "scratch",
+        kwargs={"patch_size": 4, "embed_dim": 128, "depth": 8, "num_heads": 8, "mlp_ratio": 2.0},
+    ),
     # --- mini scale: same families, same code paths ------------------------------------------
     "vit_tiny_mini": BackboneSpec(
         "vit",
@@ -146,6 +157,14 @@ BACKBONES: dict[str, BackboneSpec] = {
         16,  # the mini datasets' size: 16 tokens of 4×4 patches
         "workflow",
         kwargs={"patch_size": 4, "embed_dim": 64, "depth": 4, "num_heads": 4},
+    ),
+    "vit_pfedpt_mini": BackboneSpec(
+        "vit",
+        None,
+        "vit_pfedpt_mini",
+        16,
+        "scratch",
+        kwargs={"patch_size": 4, "embed_dim": 32, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0},
     ),
     "resnet_mini": BackboneSpec(
         "resnet",

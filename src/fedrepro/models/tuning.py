@@ -6,9 +6,10 @@
 pool of SSF sets with keys and a frozen query copy (``models.ssf_pool``); ``vpt_deep`` /
 ``vpt_shallow`` add prompt tokens, ``vpt_pool`` a keyed pool of deep prompts (``models.vpt``).
 ``pce`` generates every norm layer's scale and shift from a client embedding through global
-MLPs (FedPCE, ``models.pce``).
+MLPs (FedPCE, ``models.pce``). ``pad_prompt`` adds a learnable pixel frame to the input of a
+model that still trains entirely (pFedPT, ``models.pad_prompt``).
 ``model.tuning_options`` are passed on (``pool_size``, ``top_c``, ``scope``; ``num_prompts``;
-``embed_dim``, ``hidden``).
+``embed_dim``, ``hidden``; ``pad``, ``size``).
 Trainable tensors are what the engine sends; frozen ones never move.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from torch import nn
 
 from fedrepro.models.adapters import add_adapters
+from fedrepro.models.pad_prompt import PadPrompted
 from fedrepro.models.pce import add_client_embedding
 from fedrepro.models.ssf import add_ssf
 from fedrepro.models.ssf_pool import SSFPoolViT
@@ -64,6 +66,7 @@ TUNINGS: dict[str, Tuning] = {
     "vpt_shallow": Tuning(_vpt(False), frozenset({"num_prompts"})),
     "vpt_pool": Tuning(_vpt_pool, frozenset({"num_prompts", "pool_size", "top_c"})),
     "pce": Tuning(add_client_embedding, frozenset({"embed_dim", "hidden"})),
+    "pad_prompt": Tuning(PadPrompted, frozenset({"pad", "size"})),
 }
 
 

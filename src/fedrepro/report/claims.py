@@ -207,14 +207,15 @@ def settle_round(rounds: Any, values: Any, tol: float) -> float:
 
 
 def _runs(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
-    """results.runs_frame (one row per client or group where the item's spec says
-    ``per_client`` and the metric is the item's own, as its table reads it), or for
+    """results.item_frame where the metric is the item's own, as its table reads it (per
+    client or group, or per statistic, where the spec says so), else ``runs_frame``; or for
     ``settle_round(column, tol)`` the round from history.csv."""
     match = SETTLE_RE.match(metric)
     if not match:
         spec = manifest.get("spec", {})
-        per_client = spec.get("per_client") if metric == spec.get("metric") else None
-        return results.runs_frame(manifest, metric, per_client)
+        if metric == spec.get("metric"):
+            return results.item_frame(manifest, metric)
+        return results.runs_frame(manifest, metric)
     column, tol = match.group(1), float(match.group(2))
     runs = results.runs_frame(manifest, "rounds")
     settled = {

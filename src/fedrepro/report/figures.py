@@ -249,7 +249,7 @@ def _cell_panels(
 ):
     """Per-cell stats over seeds of a metrics.json value, and the panel grid they fill."""
     where = f"{manifest.get('paper')}/{manifest.get('item')}"
-    runs = results.runs_frame(manifest, metric, manifest.get("spec", {}).get("per_client"))
+    runs = results.item_frame(manifest, metric)
     results.check_cells_unique(runs, panels + labels, where)
     stats = results.cell_stats(runs, panels + labels) if not runs.empty else runs
     keys, pos, n_rows, n_cols = _layout_panels(stats, panels)

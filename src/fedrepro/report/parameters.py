@@ -57,7 +57,13 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         "Param (M)",
         [("trainable", "trainable")],
         "Trainable: the parameters a client trains (FedBABU's frozen head and a prompt-tuned "
-        "model's frozen backbone excluded). ",
+        "model's frozen backbone excluded) and those the server trains (pFedPG's prompt "
+        "generator). ",
+    ),
+    "server": (
+        "Server (M)",
+        [("server", "server")],
+        "Server: the parameters the server trains (pFedPG's prompt generator). ",
     ),
     "local": (
         "# params, client training",

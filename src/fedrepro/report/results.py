@@ -129,6 +129,31 @@ def runs_frame(
     return pd.DataFrame.from_records(records, columns=columns)
 
 
+def item_frame(manifest: dict[str, Any], metric: str | None = None) -> pd.DataFrame:
+    """``runs_frame`` of an item's own metric as its spec reads it: per client where it says
+    ``per_client``; with ``statistics`` (``{label, values: {name: metrics.json key}}``, as
+    FedHPL's lowest / average / highest client) one row per run and statistic, the statistic's
+    name under ``label`` (then ``metric`` is not used)."""
+    spec = manifest.get("spec", {})
+    per_client = spec.get("per_client")
+    statistics = spec.get("statistics")
+    if not statistics:
+        return runs_frame(manifest, metric or spec.get("metric", "final_acc"), per_client)
+    label, values = statistics.get("label"), statistics.get("values")
+    if not isinstance(label, str) or not isinstance(values, dict) or not values:
+        raise ValueError(
+            f"{manifest.get('paper')}/{manifest.get('item')}: spec key 'statistics' must be "
+            "{label: <name>, values: {<name>: <metrics.json key>, ...}}"
+        )
+    frames = []
+    for order, (name, key) in enumerate(values.items()):
+        frame = runs_frame(manifest, key, per_client)
+        frame.insert(len(frame.columns) - 4, label, name)
+        frames.append(frame.assign(_run=range(len(frame)), _stat=order))
+    every = pd.concat(frames, ignore_index=True).sort_values(["_run", "_stat"], kind="stable")
+    return every.drop(columns=["_run", "_stat"]).reset_index(drop=True)
+
+
 def cell_stats(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Summarise runs per cell (``by`` labels), keeping first-appearance order.
 

@@ -11,8 +11,14 @@ Item spec keys (``manifest["spec"]``):
 ``per_client``
     optional label name (e.g. ``client``): the metric is a per-client list
     (``final_acc_per_client``) and every client index becomes a value of that label.
+``statistics``
+    optional ``{label, values: {name: metrics.json key}}``: several metrics of each run,
+    each a value of the new label ``label`` (FedHPL's lowest / average / highest client as
+    columns; ``results.item_frame``).
 ``fmt``
     Python format for numbers, default ``"{:.2f}"``.
+``multiply``
+    optional factor applied to every measured value (1e-6: scalars in the paper's M).
 ``spread``
     ``std`` (default: the sample standard deviation over seeds) or ``se`` (its standard
     error, std/√n, as FedICON prints "mean (standard error)").
@@ -233,7 +239,8 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
     if versus is not None and (not isinstance(versus, dict) or versus.get("label") not in rows):
         raise ValueError(f"{where}: spec key 'versus' must be {{label: <one of {rows}>, value}}")
 
-    runs = results.runs_frame(manifest, metric, spec.get("per_client"))
+    runs = results.item_frame(manifest, metric)
+    runs["value"] = runs["value"] * float(spec.get("multiply", 1.0))
     results.check_cells_unique(runs, rows + columns, where)
     if runs.empty:
         runs = runs.reindex(columns=[*rows, *columns, *runs.columns])

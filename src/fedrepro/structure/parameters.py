@@ -18,7 +18,7 @@ __all__ = ["QUANTITIES", "count_parameters", "count_rows"]
 
 
 # what a row can count; a structure spec's ``quantities`` picks (default: FedIns's three)
-QUANTITIES = ("com_cost", "aux", "new_params", "total", "local", "trainable")
+QUANTITIES = ("com_cost", "aux", "new_params", "total", "local", "trainable", "server")
 DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
 
 
@@ -32,7 +32,8 @@ def count_parameters(
     model tensors a client sends, ``aux`` the algorithm's extra ones, ``new_params`` what a
     deployed model adds, ``total`` every parameter of the model, ``local`` the parameters that
     stay on a client (what FedPCE's client training trains), ``trainable`` those a client
-    trains (sent or kept; FedBABU's frozen head and a prompt-tuned backbone excluded)."""
+    trains (sent or kept; FedBABU's frozen head and a prompt-tuned backbone excluded) and
+    those the server trains (``server``: pFedPG's prompt generator)."""
     unknown = sorted(set(quantities) - set(QUANTITIES))
     if unknown:
         raise ValueError(f"parameters: unknown quantities {unknown} (allowed: {QUANTITIES})")
@@ -50,11 +51,13 @@ def count_parameters(
         "new_params": new_at_inference(model),
         "total": sum(p.numel() for p in named.values()),
         "local": sum(named[k].numel() for k in algorithm.local if k in named),
-        "trainable": sum(
+        "trainable": algorithm.server_parameters()
+        + sum(
             named[k].numel()
             for k in set(algorithm.shared) | set(algorithm.local)
             if k in named and named[k].requires_grad
         ),
+        "server": algorithm.server_parameters(),
     }
     return {q: counts[q] for q in quantities}
 
