@@ -22,7 +22,7 @@ from torch import nn
 from fedrepro.fl import logits as lx
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.local import EVAL_BATCH
-from fedrepro.fl.tensors import take
+from fedrepro.fl.tensors import named_state, take
 from fedrepro.models.registry import head_keys
 
 UPLOADS = ("average", "all")
@@ -70,7 +70,7 @@ class FedHPL(Algorithm):
 
     def local_keys(self, model: nn.Module) -> set[str]:
         """Everything but the tensors ``average`` shares."""
-        every = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        every = set(named_state(model))
         return every - self._averaged(model)
 
     def _averaged(self, model: nn.Module) -> set[str]:

@@ -32,6 +32,7 @@ from fedrepro.fl.contrastive import (
     online_contrastive_loss,
     representation,
 )
+from fedrepro.fl.tensors import named_state
 
 
 class FedICON(Algorithm):
@@ -62,7 +63,7 @@ class FedICON(Algorithm):
     def local_keys(self, model: nn.Module) -> set[str]:
         if self.sharing:
             return set()
-        return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        return set(named_state(model))
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         if not hasattr(model, "forward_head") or not hasattr(model, "get_classifier"):

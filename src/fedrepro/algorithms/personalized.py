@@ -4,6 +4,7 @@ local, pFedPT its input prompt."""
 from __future__ import annotations
 
 from fedrepro.fl.algorithm import Algorithm
+from fedrepro.fl.tensors import named_state
 from fedrepro.models.pad_prompt import prompt_keys
 from fedrepro.models.registry import head_keys, norm_keys
 
@@ -97,4 +98,4 @@ class Local(Algorithm):
     name = "local"
 
     def local_keys(self, model) -> set[str]:
-        return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        return set(named_state(model))

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
+from fedrepro.fl.tensors import named_state
 
 PROMPTS = "prompts"  # the prompt tensor of a PromptedViT ([1, 1, n, d] when shallow)
 
@@ -47,7 +48,7 @@ class PFedPG(Algorithm):
         self.generator: PromptGenerator | None = None
 
     def local_keys(self, model: nn.Module) -> set[str]:
-        return {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        return set(named_state(model))
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
