@@ -48,3 +48,10 @@ def test_target_rules_per_item_and_paper():
     assert {"all", "adapters", *(f"adapters_{i}" for i in items)} <= names
     fedins = {"table1", "table2", "costs", "fig4", "fig5a", "fig5b", "fig6a", "fig6b"}
     assert {"fedins", *(f"fedins_{i}" for i in fedins)} <= names
+
+
+def test_claims_read_the_reported_numbers_so_an_edited_transcription_reruns_them():
+    res = snakemake("results/mini/claims/fedhpl.csv", "-n", "--forcerun", "claims")
+    assert res.returncode == 0, res.stderr[-2000:]
+    claims_job = res.stdout[res.stdout.index("rule claims:") :].split("output:")[0]
+    assert "config/reported/fedhpl.csv" in claims_job

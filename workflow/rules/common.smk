@@ -162,8 +162,13 @@ def item_inputs(wildcards):
 
 
 def claims_inputs(wildcards):
+    """Every result file the claims read, and the paper's reported numbers."""
     manifests = claims_manifests(wildcards).values()
-    return {"results": sorted({f for m in manifests for f in result_files(m)})}
+    reported = PLAN.claims[wildcards.paper]["reported"]
+    return {
+        "results": sorted({f for m in manifests for f in result_files(m)}),
+        "reported": [reported] if reported else [],
+    }
 
 
 def item_manifest(wildcards):
