@@ -163,3 +163,23 @@ def test_attribute_shift_prepares_its_other_test_set_and_adapts_every_trained_ru
     assert runs == cifar_runs and len(cifar_runs) == 7 * 2 * 2  # methods × Dir × seeds
     methods = sorted({a["adapt"]["method"] for a in shifted})
     assert methods == ["eata", "evaluate", "fedicon_test", "finetune", "t3a", "tent", "the"]
+
+
+def test_a_structural_source_repeats_its_rows_per_variant(tmp_path):
+    """FedHPL's Table 6: FedHPL's row once per backbone × insertion × classes, each variant
+    changing the backbone, the class count or the model; an unknown variant key is refused."""
+    plan = build_plan({**CONFIG, "papers": ["fedhpl"]}, REPO)
+    spec = plan.structures[plan.items["fedhpl/table6"]["structure"]["id"]]
+    assert len(spec["configs"]) == 12 and {c["label"] for c in spec["configs"]} == {"FedHPL"}
+    one = next(c for c in spec["configs"] if c["variant"] == "ViT-L · VPT-shallow · 100 classes")
+    assert one["backbone"].startswith("vit_large") and one["num_classes"] == 100
+    assert one["model"]["tuning"] == "vpt_shallow"
+    assert one["model"]["tuning_options"] == {"num_prompts": 3}  # the run's, kept
+    table5 = plan.structures[plan.items["fedhpl/table5"]["structure"]["id"]]
+    assert table5["quantities"][-1] == "aux"  # shown beside com_cost
+    doc = yaml.safe_load((REPO / "config" / "experiments" / "fedhpl.yaml").read_text())
+    doc["items"]["table6"]["sources"][0]["variants"]["ViT-S · VPT-deep · 10 classes"]["lr"] = 1
+    (tmp_path / "config" / "experiments").mkdir(parents=True)
+    (tmp_path / "config" / "experiments" / "fedhpl.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"variants.ViT-S · VPT-deep · 10 classes.*\['lr'\]"):
+        build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp_path)

@@ -1,8 +1,8 @@
 """FedHPL's logit exchange (fedrepro.fl.logits), the invariants of its reconstruction that
 hold for every unknown constant: average-upload equals all-upload, equal dimensions give
 every client the same teacher, a class without correct logits gives KD 0, KD ≥ 0 and 0
-exactly for logits equal up to a constant, only correct samples are uploaded, and the
-scalar counts of App. Table 9."""
+exactly for logits equal up to a constant, the KD gradient scales as τ²·(1/τ), only correct
+samples are uploaded, and the scalar counts of App. Table 9."""
 
 from __future__ import annotations
 
@@ -107,6 +107,21 @@ def test_kd_is_nonnegative_and_zero_exactly_for_logits_equal_up_to_a_constant():
         )
         per_class = kd_loss(shifted, teacher, labels, available, tau, "mean_over_classes")
         assert float(per_class) == pytest.approx(0, abs=1e-6)
+
+
+@pytest.mark.parametrize("tau", [1.0, 1.5, 3.5, 5.0])
+def test_kd_gradient_is_tau_squared_times_one_over_tau_times_the_probability_gap(tau):
+    """The τ² factor (Hinton et al.) keeps the gradient's scale: d/dz of τ²·KL(p_t ‖ p_s)
+    is τ²·(1/τ)·(p_s − p_t) per sample (divided by the batch for the mean), p at τ."""
+    g = torch.Generator().manual_seed(11)
+    teacher = torch.randn(C, C, generator=g, dtype=torch.float64) * 2
+    labels = torch.arange(C).repeat(2)
+    student = torch.randn(len(labels), C, generator=g, dtype=torch.float64, requires_grad=True)
+    available = torch.ones(C, dtype=torch.bool)
+    kd_loss(student, teacher, labels, available, tau).backward()
+    gap = torch.softmax(student.detach() / tau, 1) - torch.softmax(teacher[labels] / tau, 1)
+    expected = tau * tau * (1 / tau) * gap / len(labels)
+    assert torch.allclose(student.grad, expected, atol=1e-12)
 
 
 def test_only_correct_samples_are_uploaded_unless_the_ablation_asks():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -301,3 +302,28 @@ def test_claims_read_per_group_cells_as_the_items_table_does(tmp_path: Path) -> 
     frame = evaluate_claims([claim, other], {"t2": manifest}, None).set_index("claim")
     assert holds(frame, "noisy") == (None, True)
     assert holds(frame, "gain") == (None, True)  # the item's per-group rows are not applied
+
+
+def test_rank_over_a_parameters_item_reads_counts_and_printed_values(tmp_path: Path) -> None:
+    """A claim on a ``parameters`` item ranks its structure job's counts (ours) and the
+    printed values in scalars (the paper's; "K" and bare numbers in the item's unit)."""
+    counts = (("FedAvg", 85_806_346), ("pFedPT", 1_077_450), ("FedHPL", 35_338))
+    rows = [{"row": "method", "label": m, "trainable": n} for m, n in counts]
+    structure = tmp_path / "structure.json"
+    doc = {"spec": {}, "columns": ["row", "label", "trainable"], "rows": rows}
+    structure.write_text(json.dumps(doc))
+    printed = tmp_path / "params.csv"
+    printed.write_text(
+        "row,label,quantity,value,source\nmethod,FedAvg,trainable,81.83,T\n"
+        "method,pFedPT,trainable,20K,T\nmethod,FedHPL,trainable,0.034,T\n"
+    )
+    spec = {"quantities": ["trainable"], "unit": "Mi", "reported": str(printed)}
+    manifest = {"kind": "parameters", "structure": {"file": str(structure)}, "spec": spec}
+    claim = {"id": "fewest", "text": "t", "item": "params", "kind": "rank", "metric": "trainable",
+             "select": {"method": "FedHPL"}, "rank": "min"}  # fmt: skip
+    frame = evaluate_claims([claim], {"params": manifest}, None)
+    assert frame["holds_ours"].tolist() == [True]
+    assert frame["holds_paper"].tolist() == [False]  # 20K = 20,480 < 0.034 M = 35,651
+    claim["select"] = {"method": "pFedPT"}
+    frame = evaluate_claims([claim], {"params": manifest}, None)
+    assert frame["holds_ours"].tolist() == [False] and frame["holds_paper"].tolist() == [True]

@@ -59,3 +59,53 @@ def test_pfedpg_counts_the_client_part_and_the_server_generator():
 def test_an_unknown_unit_is_refused():
     with pytest.raises(ValueError, match="unit 'G'"):
         printed_number("1.0", "G")
+
+
+VIT_S = "vit_small_patch16_224.augreg_in21k_ft_in1k"
+VIT_L = "vit_large_patch16_224.augreg_in21k_ft_in1k"
+
+
+@pytest.mark.parametrize(
+    ("backbone", "classes", "body", "printed_body", "printed_total"),
+    [
+        (VIT_S, 100, 21_665_664, "20.66", "20.70"),
+        (VIT_B, 100, 85_798_656, "81.82", "81.90"),
+        (VIT_L, 10, 303_301_632, "289.25", "289.26"),
+    ],
+)
+def test_backbone_and_entire_model_match_table5(
+    backbone, classes, body, printed_body, printed_total
+):
+    """Table 5's Backbone and Entire Model columns (M = 2^20): the model without and with
+    its classifier (width·classes + classes)."""
+    config = {"model": {}, "algorithm": {"name": "fedavg"}, "clients": 5}
+    counts = count_parameters(config, backbone, classes, ("backbone", "head", "total"))
+    assert counts["backbone"] == body and counts["total"] == body + counts["head"]
+    for value, printed in ((body, printed_body), (counts["total"], printed_total)):
+        assert matches_printed(value / 2**20, printed)
+
+
+@pytest.mark.parametrize(
+    ("backbone", "tuning", "head", "per_prompt", "printed"),
+    [
+        (VIT_S, "vpt_shallow", 3_850, 384, ("3.76", "0.375")),
+        (VIT_S, "vpt_deep", 3_850, 12 * 384, ("3.76", "4.5")),
+        (VIT_B, "vpt_deep", 7_690, 12 * 768, ("7.51", "9")),
+        (VIT_L, "vpt_deep", 10_250, 24 * 1024, ("10.01", "24")),
+    ],
+)
+def test_fedhpl_head_and_per_prompt_match_table6(backbone, tuning, head, per_prompt, printed):
+    """Table 6 prints FedHPL's trainable parameters as "head + c·n" (K = 2^10): the head and
+    one prompt token per layer it enters; trainable = head + c·n for n = 3."""
+    model = {"tuning": tuning, "tuning_options": {"num_prompts": 3}}
+    config = {"model": model, "algorithm": {"name": "fedhpl"}, "clients": 5}
+    counts = count_parameters(config, backbone, 10, ("head", "per_prompt", "trainable"))
+    assert counts == {"head": head, "per_prompt": per_prompt, "trainable": head + 3 * per_prompt}
+    assert matches_printed(head / 2**10, printed[0])
+    assert matches_printed(per_prompt / 2**10, printed[1])
+
+
+def test_a_k_suffix_counts_in_2_to_the_10_where_the_unit_is_binary():
+    assert printed_number("1.3125K", "Mi") == ("1.3125", 2**10)
+    assert printed_number("5.1K", "M") == ("5.1", 1e3)  # FedIns's decimal K
+    assert printed_number("3.76", "Ki") == ("3.76", 2**10)

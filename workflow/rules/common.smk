@@ -164,10 +164,11 @@ def item_inputs(wildcards):
 def claims_inputs(wildcards):
     """Every result file the claims read, and the paper's reported numbers."""
     manifests = claims_manifests(wildcards).values()
-    reported = PLAN.claims[wildcards.paper]["reported"]
+    reported = [PLAN.claims[wildcards.paper]["reported"]]
+    reported += [m["spec"].get("reported") for m in manifests if m["kind"] == "parameters"]
     return {
         "results": sorted({f for m in manifests for f in result_files(m)}),
-        "reported": [reported] if reported else [],
+        "reported": sorted({p for p in reported if p}),
     }
 
 

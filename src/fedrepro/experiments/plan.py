@@ -223,16 +223,34 @@ def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str)
                 continue
             seen.add(label)
             run = plan.runs[r.get("run", r["id"])]
-            configs.append(
-                {
-                    "row": source["rows"],
-                    "label": label,
-                    "model": run["model"],
-                    "algorithm": run["algorithm"],
-                    "clients": run["partition"]["clients"],
-                }
-            )
+            config = {
+                "row": source["rows"],
+                "label": label,
+                "model": run["model"],
+                "algorithm": run["algorithm"],
+                "clients": run["partition"]["clients"],
+            }
+            configs += _variants(config, source.get("variants"), f"items.{item}.sources[{i}]")
     return configs
+
+
+VARIANT_KEYS = {"backbone", "num_classes", "model"}
+
+
+def _variants(config: dict, variants: dict | None, where: str) -> list[dict]:
+    """A source row once, or once per variant (``{name: {backbone, num_classes, model}}``:
+    the same method on another paper-scale backbone, class count or tuning option)."""
+    if not variants:
+        return [config]
+    out = []
+    for name, change in variants.items():
+        unknown = sorted(set(change or {}) - VARIANT_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}.variants.{name}: unknown keys {unknown}")
+        change = dict(change or {})
+        model = deep_merge(config["model"], change.pop("model", {}))
+        out.append({**config, **change, "model": model, "variant": str(name)})
+    return out
 
 
 def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
@@ -250,8 +268,9 @@ def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
             {**c, "backbone": backbones[c["label"]]} if c["label"] in backbones else c
             for c in configs
         ]
-        if "quantities" in spec:
-            job["quantities"] = list(spec["quantities"])
+        if "quantities" in spec:  # a table shows com_cost with its aux column
+            aux = ["aux"] if "com_cost" in spec["quantities"] else []
+            job["quantities"] = list(dict.fromkeys([*spec["quantities"], *aux]))
     sid = structure_id(job)
     plan.structures.setdefault(sid, job)
     return {"id": sid, "file": plan.path(f"structure/{sid}.json")}

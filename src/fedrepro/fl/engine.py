@@ -365,10 +365,29 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
         "acc_mean": sum(accs) / max(len(accs), 1),
         "loss": loss / max(n, 1),
         "acc_per_client": accs,
+        "acc_per_class": class_accuracy([c for c, _ in per_client], clients.test, test.labels),
     }
     if any(g is not None for g in clients.groups):
         row["acc_per_group"] = group_accuracy([c for c, _ in per_client], clients.groups)
     return row
+
+
+def class_accuracy(
+    correct: list[torch.Tensor], test_idx: list[torch.Tensor], labels: torch.Tensor
+) -> list[float | None]:
+    """Per class, the mean over clients of each client's accuracy on its test images of that
+    class (FedHPL's Fig. 5); None for a class no client is tested on."""
+    num_classes = int(labels.max()) + 1 if len(labels) else 0
+    rows = []
+    for c, idx in zip(correct, test_idx, strict=True):
+        y = labels[idx]
+        seen = torch.bincount(y, minlength=num_classes).double()
+        hits = torch.bincount(y, weights=c.double(), minlength=num_classes)
+        rows.append(torch.where(seen > 0, 100.0 * hits / seen.clamp(min=1), torch.nan))
+    if not rows:
+        return []
+    mean = torch.stack(rows).nanmean(0).tolist()
+    return [None if math.isnan(v) else v for v in mean]
 
 
 def group_accuracy(correct: list[torch.Tensor], groups: list[str | None]) -> dict[str, float]:

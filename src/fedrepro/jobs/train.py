@@ -184,6 +184,8 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         "final_acc": last["acc"],
         "final_acc_mean": last["acc_mean"],
         "final_acc_per_client": last["acc_per_client"],
+        # per class, mean over clients (FedHPL Fig. 5); absent in runs evaluated before it
+        **({"final_acc_per_class": last["acc_per_class"]} if "acc_per_class" in last else {}),
         # FedHPL's lowest and highest client (App. C.3)
         "final_acc_min": min(last["acc_per_client"], default=last["acc"]),
         "final_acc_max": max(last["acc_per_client"], default=last["acc"]),

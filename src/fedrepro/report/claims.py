@@ -22,6 +22,7 @@ import pandas as pd
 
 from fedrepro.report import results
 from fedrepro.report.output import write_text
+from fedrepro.report.parameters import printed_scalars
 from fedrepro.report.templates import render, scale_note
 
 KINDS = ("pairwise", "constant", "rank")
@@ -227,8 +228,39 @@ def _runs(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     return runs
 
 
+def structure_cells(manifest: dict[str, Any], metric: str, printed: bool = False) -> pd.DataFrame:
+    """Cells of a ``parameters`` item: one per row (its row label, variant and ``quantity``),
+    the count of ``metric`` in scalars, ours from the structure job or (``printed``) the
+    paper's printed values, converted to scalars."""
+    spec = manifest.get("spec", {})
+    if metric not in spec.get("quantities", []):
+        rows = pd.DataFrame()
+    elif printed:
+        rows = printed_scalars(spec.get("reported"), spec.get("unit", "M"), metric)
+    else:
+        frame = results.structure_frame(manifest["structure"]["file"])
+        rows = frame.assign(value=frame[metric])
+    records = [
+        {
+            r["row"]: r["label"],
+            **({"variant": r["variant"]} if r.get("variant") else {}),
+            "quantity": metric,
+            "mean": float(r["value"]),
+            "std": math.nan,
+            "n": 1,
+        }
+        for r in rows.to_dict("records")
+    ]
+    out = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=["mean"])
+    labels = [c for c in out.columns if c not in VALUE_COLUMNS]
+    out[labels] = out[labels].fillna("").astype(str)
+    return out.assign(item=manifest.get("item", ""))
+
+
 def our_cells(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     """Our cells of one item: every label but the seed, with mean/std over seeds."""
+    if manifest.get("kind") == "parameters":
+        return structure_cells(manifest, metric)
     runs = _runs(manifest, metric)
     labels = [c for c in runs.columns[: list(runs.columns).index("run_id")]]
     labels = [c for c in labels if c != results.SEED_LABEL]
@@ -459,8 +491,16 @@ def evaluate_claims(
     parsed = [parse_claim(raw, i) for i, raw in enumerate(claims)]
     reported = results.read_reported(reported_csv)
     paper_items = set(reported["item"]) if reported is not None and "item" in reported else set()
+    structural = [  # the printed counts of parameters items, every quantity they show
+        cells
+        for it, m in manifests.items()
+        if m.get("kind") == "parameters" and m.get("spec", {}).get("reported")
+        for q in m["spec"].get("quantities", [])
+        for cells in [structure_cells({**m, "item": it}, q, printed=True)]
+        if not cells.empty
+    ]
     paper = pd.concat(
-        [paper_cells(reported, it, manifests.get(it)) for it in sorted(paper_items)]
+        [paper_cells(reported, it, manifests.get(it)) for it in sorted(paper_items)] + structural
         or [paper_cells(None, "", None)],
         ignore_index=True,
     )
@@ -472,7 +512,8 @@ def evaluate_claims(
             m = metric or manifest.get("spec", {}).get("metric", "final_acc")
             if (item, m) not in cache:
                 cache[item, m] = our_cells({**manifest, "item": item}, m)
-            parts.append(cache[item, m])
+            if manifest.get("kind") != "parameters" or not cache[item, m].empty:
+                parts.append(cache[item, m])
         return pd.concat(parts, ignore_index=True) if parts else paper.iloc[0:0]
 
     records = []

@@ -31,7 +31,7 @@ from fedrepro.report.payload import matches_printed
 from fedrepro.report.results import structure_frame
 from fedrepro.report.tables import header_rows, row_entries, write_table
 
-__all__ = ["make_parameter_table", "printed_convention"]
+__all__ = ["make_parameter_table", "printed_convention", "printed_scalars"]
 
 # quantity -> (the paper's heading, exact-count columns [(name, count key)], caption words)
 COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
@@ -71,11 +71,30 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         "Client-local: the parameters a client keeps to itself, the ones client training "
         "trains (FedAvg and FedProx keep none). ",
     ),
+    "backbone": (
+        "Backbone",
+        [("backbone", "backbone")],
+        "Backbone: every parameter outside the classifier. ",
+    ),
+    "head": (
+        "Head",
+        [("head", "head")],
+        "Head: the classifier's parameters. ",
+    ),
+    "per_prompt": (
+        "per prompt",
+        [("per prompt", "per_prompt")],
+        "Per prompt: the scalars one more prompt token adds (one embedding per layer it is "
+        "inserted in; Table 6's coefficient of n). ",
+    ),
 }
 DEFAULT_SHOWN = ("com_cost", "new_params")
 SCALES = {"": 1.0, "K": 1e3, "M": 1e6}
-# what a bare printed number counts in, per the item's ``unit`` (FedHPL's "M" is 2^20)
-BARE = {"M": 1e6, "Mi": float(2**20), "printed": 1.0}
+# FedHPL's K and M are 2^10 and 2^20 (its Table 5 prints the pixel frame's 1,344 as 1.3125 K)
+BINARY_SCALES = {"": 1.0, "K": float(2**10), "M": float(2**20)}
+# what a bare printed number counts in, per the item's ``unit``
+BARE = {"M": 1e6, "Mi": float(2**20), "Ki": float(2**10), "printed": 1.0}
+DEFAULT_SUFFIX = {"M": "M", "Mi": "M", "Ki": "K", "printed": ""}
 HEADINGS = {q: c[0] for q, c in COLUMNS.items()}
 
 
@@ -85,8 +104,13 @@ def printed_number(printed: str, unit: str) -> tuple[str, float]:
     ``printed``: plain scalars)."""
     suffix = printed[-1:] if printed[-1:] in ("K", "M") else ""
     if suffix:
-        return printed[:-1], SCALES[suffix]
+        return printed[:-1], _scales(unit)[suffix]
     return printed, bare_scale(unit)
+
+
+def _scales(unit: str) -> dict[str, float]:
+    """What a printed suffix counts in: powers of 2 where the paper's unit is binary."""
+    return BINARY_SCALES if unit in ("Mi", "Ki") else SCALES
 
 
 def bare_scale(unit: str) -> float:
@@ -109,11 +133,33 @@ def printed_convention(value_m: float, printed: str) -> str:
     }.get((truncated, rounded), "neither")
 
 
-def _reported(path: str | Path | None) -> dict[tuple[str, str, str], str]:
+def _reported(path: str | Path | None) -> dict[tuple[str, str, str, str], str]:
+    """Printed values by (row, label, variant, quantity); ``variant`` is optional."""
     if not path:
         return {}
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return {(r.row, r.label, r.quantity): r.value for r in table.itertuples()}
+    variants = table["variant"] if "variant" in table else [""] * len(table)
+    return {
+        (r.row, r.label, v, r.quantity): r.value
+        for r, v in zip(table.itertuples(), variants, strict=True)
+    }
+
+
+def printed_scalars(path: str | Path | None, unit: str, quantity: str) -> pd.DataFrame:
+    """The printed values of one ``quantity`` in scalars (row, label, variant, value)."""
+    rows = [
+        {"row": k[0], "label": k[1], "variant": k[2], "value": float(n) * scale}
+        for k, v in _reported(path).items()
+        if k[3] == quantity
+        for n, scale in [printed_number(v, unit)]
+    ]
+    return pd.DataFrame(rows, columns=["row", "label", "variant", "value"])
+
+
+def _key(counts: dict[str, Any]) -> tuple[str, ...]:
+    """A structure row's label cells: row, label and (where the source has them) variant."""
+    variant = counts.get("variant")
+    return (counts["row"], counts["label"]) + (() if variant is None else (str(variant),))
 
 
 def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
@@ -126,12 +172,12 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
     for counts in structure_frame(manifest["structure"]["file"]).to_dict("records"):
         record = dict(counts)
         for q in spec.get("quantities", DEFAULT_SHOWN):
-            printed = paper.get((counts["row"], counts["label"], q), "")
+            printed = paper.get((*_key(counts), "")[:3] + (q,), "")
             number, scale = printed_number(printed, unit) if printed else ("", bare_scale(unit))
             value = counts[q] / scale
             record[f"{q}_M"] = value  # in the printed unit (M unless the paper says K or none)
-            if unit == "printed":  # the unit differs from cell to cell
-                record[f"{q}_unit"] = {v: k for k, v in SCALES.items()}[scale]
+            if unit == "printed" or printed[-1:] in ("K", "M"):  # a unit of its own
+                record[f"{q}_unit"] = {v: k for k, v in _scales(unit).items()}[scale]
             record[f"{q}_paper"] = printed
             record[f"{q}_matches"] = matches_printed(value, number) if printed else None
             record[f"{q}_convention"] = printed_convention(value, number) if printed else ""
@@ -145,6 +191,7 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     frame = measure_parameters(manifest)
     shown = spec.get("quantities", DEFAULT_SHOWN)
     unit = "(M)" if spec.get("unit", "M") == "M" else "(as printed)"
+    default = DEFAULT_SUFFIX[spec.get("unit", "M")]
     columns = [
         name for q in shown for name in [*(c for c, _ in COLUMNS[q][1]), f"{HEADINGS[q]} {unit}"]
     ]
@@ -153,14 +200,17 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
         texts, papers = [], []
         for q in shown:
             texts += [f"{r[key]:,}" for _, key in COLUMNS[q][1]]
-            texts.append(_in_unit(r[f"{q}_M"], r.get(f"{q}_unit", "M"), unit != "(M)"))
+            places = max(3, len(r[f"{q}_paper"].rstrip("KM").partition(".")[2]))
+            suffix = r.get(f"{q}_unit")
+            suffix = default if not isinstance(suffix, str) else suffix  # NaN: not printed
+            texts.append(_in_unit(r[f"{q}_M"], suffix, unit != "(M)", places))
             papers += [""] * len(COLUMNS[q][1]) + [r[f"{q}_paper"]]
         cells = [
             {"text": t, "paper": p, "missing": False, "is_diff": False}
             for t, p in zip(texts, papers, strict=True)
         ]
         rows.append({"cells": cells})
-    keys = list(zip(frame["row"], frame["label"], strict=True))
+    keys = [_key(r) for r in frame.to_dict("records")]
     for entry, labels in zip(rows, row_entries(keys), strict=True):
         entry["labels"] = labels
     write_table_kwargs = {
@@ -168,7 +218,7 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
         "label": f"{manifest.get('paper', '')}-{manifest.get('item', 'parameters')}",
         "scale": "paper",
         "caption_lines": _caption(frame, spec),
-        "row_label_names": ["Row of", "Method"],
+        "row_label_names": ["Row of", "Method", "Variant"][: len(keys[0]) if keys else 2],
         "header": header_rows([(c,) for c in columns], []),
         "column_names": columns,
         "rows": rows,
@@ -178,10 +228,10 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     return write_table(out_prefix, frame, **write_table_kwargs)
 
 
-def _in_unit(value: float, suffix: str, show_suffix: bool) -> str:
-    """Our count in the paper's unit: millions/thousands to 3 decimals (with the suffix where
-    the paper prints one), plain scalars whole."""
-    return f"{value:.3f}{suffix if show_suffix else ''}" if suffix else f"{value:,.0f}"
+def _in_unit(value: float, suffix: str, show_suffix: bool, places: int = 3) -> str:
+    """Our count in the paper's unit: millions/thousands to 3 decimals (more where the paper
+    prints more; with the suffix where the paper prints one), plain scalars whole."""
+    return f"{value:.{places}f}{suffix if show_suffix else ''}" if suffix else f"{value:,.0f}"
 
 
 def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
@@ -189,11 +239,13 @@ def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
     words = "".join(COLUMNS[q][2] for q in shown)
     units = {
         "M": "M = 10⁶ scalars.",
-        "Mi": "M = 2^20 = 1,048,576 scalars, the paper's unit.",
+        "Mi": "M = 2^20 = 1,048,576 scalars, the paper's unit (K = 2^10).",
+        "Ki": "K = 2^10 = 1,024 scalars, the paper's unit.",
     }.get(spec.get("unit", "M"), "Ours are shown in the unit the paper prints (K = 10³, M = 10⁶).")
+    variants = " (a row with a variant: its own backbone and classes)" * ("variant" in frame)
     lines = [
-        f"{spec.get('backbone')}, {spec.get('num_classes', 10)} classes, built on the meta "
-        f"device (shapes only). {words}{units}",
+        f"{spec.get('backbone')}, {spec.get('num_classes', 10)} classes{variants}, built on "
+        f"the meta device (shapes only). {words}{units}",
     ]
     for q in shown:
         printed = frame[frame[f"{q}_paper"] != ""]
@@ -201,8 +253,7 @@ def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
             continue
         matched = int(printed[f"{q}_matches"].sum())
         conventions = ", ".join(
-            f"{label}: {conv}"
-            for label, conv in zip(printed["label"], printed[f"{q}_convention"], strict=True)
+            f"{' · '.join(_key(r)[1:])}: {r[f'{q}_convention']}" for r in printed.to_dict("records")
         )
         lines.append(
             f"{HEADINGS[q]}: {matched}/{len(printed)} printed values match to their last "

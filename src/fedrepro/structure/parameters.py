@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fedrepro.models.registry import head_keys
 from fedrepro.models.tuning import new_at_inference
 from fedrepro.structure.payload import begin_client, sender
 
@@ -18,7 +19,18 @@ __all__ = ["QUANTITIES", "count_parameters", "count_rows"]
 
 
 # what a row can count; a structure spec's ``quantities`` picks (default: FedIns's three)
-QUANTITIES = ("com_cost", "aux", "new_params", "total", "local", "trainable", "server")
+QUANTITIES = (
+    "com_cost",
+    "aux",
+    "new_params",
+    "total",
+    "local",
+    "trainable",
+    "server",
+    "backbone",
+    "head",
+    "per_prompt",
+)
 DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
 
 
@@ -33,7 +45,9 @@ def count_parameters(
     deployed model adds, ``total`` every parameter of the model, ``local`` the parameters that
     stay on a client (what FedPCE's client training trains), ``trainable`` those a client
     trains (sent or kept; FedBABU's frozen head and a prompt-tuned backbone excluded) and
-    those the server trains (``server``: pFedPG's prompt generator)."""
+    those the server trains (``server``: pFedPG's prompt generator); ``backbone`` every
+    parameter outside the classifier, ``head`` the classifier's, ``per_prompt`` the scalars
+    one prompt token adds (over every layer it is inserted in; 0 without prompts)."""
     unknown = sorted(set(quantities) - set(QUANTITIES))
     if unknown:
         raise ValueError(f"parameters: unknown quantities {unknown} (allowed: {QUANTITIES})")
@@ -58,8 +72,17 @@ def count_parameters(
             if k in named and named[k].requires_grad
         ),
         "server": algorithm.server_parameters(),
+        "head": sum(named[k].numel() for k in head_keys(model) if k in named),
+        "per_prompt": _per_prompt(model),
     }
+    counts["backbone"] = counts["total"] - counts["head"]
     return {q: counts[q] for q in quantities}
+
+
+def _per_prompt(model: torch.nn.Module) -> int:
+    """Scalars of one prompt token (a prompt-tuned ViT's ``prompts`` over its layers)."""
+    prompts, n = getattr(model, "prompts", None), getattr(model, "num_prompts", 0)
+    return prompts.numel() // n if prompts is not None and n else 0
 
 
 def count_rows(
@@ -68,13 +91,14 @@ def count_rows(
     num_classes: int,
     quantities: tuple[str, ...] = DEFAULT_QUANTITIES,
 ) -> list[dict]:
-    """One row per source config: its row label and its counts, on the config's own
-    ``backbone`` where it names one (FedPCE(62)), else on ``backbone``."""
-    return [
-        {
-            "row": c["row"],
-            "label": c["label"],
-            **count_parameters(c, c.get("backbone", backbone), num_classes, quantities),
-        }
-        for c in configs
-    ]
+    """One row per source config: its row label (and variant, FedHPL's Tables 5 and 6) and
+    its counts, on the config's own ``backbone`` and ``num_classes`` where it names them
+    (FedPCE(62), a variant), else on ``backbone`` and ``num_classes``."""
+    with_variants = any("variant" in c for c in configs)
+    rows = []
+    for c in configs:
+        classes = int(c.get("num_classes", num_classes))
+        counts = count_parameters(c, c.get("backbone", backbone), classes, quantities)
+        variant = {"variant": c.get("variant", "")} if with_variants else {}
+        rows.append({"row": c["row"], "label": c["label"], **variant, **counts})
+    return rows
