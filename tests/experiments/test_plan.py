@@ -183,3 +183,8 @@ def test_a_structural_source_repeats_its_rows_per_variant(tmp_path):
     (tmp_path / "config" / "experiments" / "fedhpl.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=r"variants.ViT-S · VPT-deep · 10 classes.*\['lr'\]"):
         build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp_path)
+    del doc["items"]["table6"]["sources"][0]["variants"]["ViT-S · VPT-deep · 10 classes"]["lr"]
+    doc["items"]["table5"]["sources"][1]["variants"]["10 classes"]["backbone"] = "vit_pfedpt"
+    (tmp_path / "config" / "experiments" / "fedhpl.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"pFedPT.*row_backbones and a variant's backbone"):
+        build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp_path)

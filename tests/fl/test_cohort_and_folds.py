@@ -91,11 +91,11 @@ def test_images_keeps_the_first_training_images_of_each_client():
 
 def test_accuracy_per_class_is_each_clients_class_accuracy_averaged_over_clients():
     """FedHPL's Fig. 5: per class, the mean over clients of the client's accuracy on that
-    class; a class a client is not tested on does not count for it; an unseen class is None."""
+    class; a class a client is not tested on does not count for it, nor an untested class."""
     from fedrepro.fl.engine import class_accuracy
 
     labels = torch.tensor([0, 0, 1, 1, 3])
     idx = [torch.tensor([0, 1, 2]), torch.tensor([0, 2, 3, 4])]
     correct = [torch.tensor([True, False, True]), torch.tensor([True, False, True, False])]
     # client 0: class 0 50 %, class 1 100 %; client 1: class 0 100 %, class 1 50 %, class 3 0 %
-    assert class_accuracy(correct, idx, labels) == [75.0, 75.0, None, 0.0]
+    assert class_accuracy(correct, idx, labels) == {"0": 75.0, "1": 75.0, "3": 0.0}

@@ -308,9 +308,9 @@ def test_rank_over_a_parameters_item_reads_counts_and_printed_values(tmp_path: P
     """A claim on a ``parameters`` item ranks its structure job's counts (ours) and the
     printed values in scalars (the paper's; "K" and bare numbers in the item's unit)."""
     counts = (("FedAvg", 85_806_346), ("pFedPT", 1_077_450), ("FedHPL", 35_338))
-    rows = [{"row": "method", "label": m, "trainable": n} for m, n in counts]
+    rows = [{"row": "method", "label": m, "trainable": n, "server": 0} for m, n in counts]
     structure = tmp_path / "structure.json"
-    doc = {"spec": {}, "columns": ["row", "label", "trainable"], "rows": rows}
+    doc = {"spec": {}, "columns": ["row", "label", "trainable", "server"], "rows": rows}
     structure.write_text(json.dumps(doc))
     printed = tmp_path / "params.csv"
     printed.write_text(
@@ -327,3 +327,11 @@ def test_rank_over_a_parameters_item_reads_counts_and_printed_values(tmp_path: P
     claim["select"] = {"method": "pFedPT"}
     frame = evaluate_claims([claim], {"params": manifest}, None)
     assert frame["holds_ours"].tolist() == [False] and frame["holds_paper"].tolist() == [True]
+    # the paper's side reads the claim's quantity only: a printed "server" value is not a cell
+    printed.write_text(printed.read_text() + "method,FedHPL,server,90,T\n")
+    spec["quantities"] = ["trainable", "server"]
+    frame = evaluate_claims([{**claim, "metric": "server"}], {"params": manifest}, None)
+    assert frame["holds_paper"].isna().all() and "no group" in frame["detail"].iloc[0]
+    printed.write_text(printed.read_text() + "method,FedProx,trainable,lost,T\n")
+    with pytest.raises(ValueError, match="FedProx/trainable: 'lost' is not a number"):
+        evaluate_claims([claim], {"params": manifest}, None)

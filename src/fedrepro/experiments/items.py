@@ -13,6 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 TABLE_FILES = ("md", "tex", "csv", "html")
+# what a parameters item's structure job counts unless its spec lists ``quantities``
+DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
+
+
+def structure_quantities(spec: dict[str, Any]) -> list[str]:
+    """What a parameters item's structure job counts: its ``quantities`` (or the default
+    ones) and ``aux`` beside ``com_cost`` (a table shows the two together)."""
+    shown = list(spec.get("quantities", DEFAULT_QUANTITIES))
+    return list(dict.fromkeys([*shown, *(["aux"] if "com_cost" in shown else [])]))
+
+
 FIGURE_FILES = ("png", "pdf")
 
 

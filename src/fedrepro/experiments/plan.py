@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
-from fedrepro.experiments.items import ITEM_KINDS
+from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
 
 NOT_HASHED = ("paper",)
 
@@ -207,7 +207,8 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
 
 def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str) -> list[dict]:
     """Structural items (``parameters``): the model and algorithm of each row of each source
-    (``{grid, rows, where}``), taken from the grid's first run with that row label."""
+    (``{grid, rows, where, variants}``), taken from the grid's first run with that row
+    label, once per variant where the source lists ``variants``."""
     configs = []
     for i, source in enumerate(sources):
         if source.get("grid") not in grid_runs:
@@ -264,13 +265,17 @@ def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
         job["algorithm"] = spec.get("algorithm", "fedavg")
     else:
         backbones = spec.get("row_backbones", {})  # a row on another paper-scale backbone
+        clash = sorted({c["label"] for c in configs if "backbone" in c and c["label"] in backbones})
+        if clash:
+            raise ConfigError(
+                f"items: {clash} have both row_backbones and a variant's backbone; give one"
+            )
         job["configs"] = [
             {**c, "backbone": backbones[c["label"]]} if c["label"] in backbones else c
             for c in configs
         ]
         if "quantities" in spec:  # a table shows com_cost with its aux column
-            aux = ["aux"] if "com_cost" in spec["quantities"] else []
-            job["quantities"] = list(dict.fromkeys([*spec["quantities"], *aux]))
+            job["quantities"] = structure_quantities(spec)
     sid = structure_id(job)
     plan.structures.setdefault(sid, job)
     return {"id": sid, "file": plan.path(f"structure/{sid}.json")}

@@ -374,9 +374,9 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
 
 def class_accuracy(
     correct: list[torch.Tensor], test_idx: list[torch.Tensor], labels: torch.Tensor
-) -> list[float | None]:
-    """Per class, the mean over clients of each client's accuracy on its test images of that
-    class (FedHPL's Fig. 5); None for a class no client is tested on."""
+) -> dict[str, float]:
+    """Per class some client is tested on (keyed by the class index, in order), the mean over
+    those clients of each one's accuracy on its test images of that class (FedHPL Fig. 5)."""
     num_classes = int(labels.max()) + 1 if len(labels) else 0
     rows = []
     for c, idx in zip(correct, test_idx, strict=True):
@@ -385,9 +385,9 @@ def class_accuracy(
         hits = torch.bincount(y, weights=c.double(), minlength=num_classes)
         rows.append(torch.where(seen > 0, 100.0 * hits / seen.clamp(min=1), torch.nan))
     if not rows:
-        return []
+        return {}
     mean = torch.stack(rows).nanmean(0).tolist()
-    return [None if math.isnan(v) else v for v in mean]
+    return {str(k): v for k, v in enumerate(mean) if not math.isnan(v)}
 
 
 def group_accuracy(correct: list[torch.Tensor], groups: list[str | None]) -> dict[str, float]:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedrepro.experiments.items import structure_quantities
 from fedrepro.report import results
 from fedrepro.report.output import write_text
 from fedrepro.report.parameters import printed_scalars
@@ -233,7 +234,7 @@ def structure_cells(manifest: dict[str, Any], metric: str, printed: bool = False
     the count of ``metric`` in scalars, ours from the structure job or (``printed``) the
     paper's printed values, converted to scalars."""
     spec = manifest.get("spec", {})
-    if metric not in spec.get("quantities", []):
+    if metric not in structure_quantities(spec):
         rows = pd.DataFrame()
     elif printed:
         rows = printed_scalars(spec.get("reported"), spec.get("unit", "M"), metric)
@@ -491,20 +492,25 @@ def evaluate_claims(
     parsed = [parse_claim(raw, i) for i, raw in enumerate(claims)]
     reported = results.read_reported(reported_csv)
     paper_items = set(reported["item"]) if reported is not None and "item" in reported else set()
-    structural = [  # the printed counts of parameters items, every quantity they show
-        cells
-        for it, m in manifests.items()
-        if m.get("kind") == "parameters" and m.get("spec", {}).get("reported")
-        for q in m["spec"].get("quantities", [])
-        for cells in [structure_cells({**m, "item": it}, q, printed=True)]
-        if not cells.empty
-    ]
     paper = pd.concat(
-        [paper_cells(reported, it, manifests.get(it)) for it in sorted(paper_items)] + structural
+        [paper_cells(reported, it, manifests.get(it)) for it in sorted(paper_items)]
         or [paper_cells(None, "", None)],
         ignore_index=True,
     )
     cache: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def paper_for(metric: str | None) -> pd.DataFrame:
+        """The paper's cells, with the printed counts of ``metric`` of parameters items."""
+        printed = [
+            cells
+            for it, m in manifests.items()
+            if metric and m.get("kind") == "parameters" and m.get("spec", {}).get("reported")
+            for cells in [structure_cells({**m, "item": it}, metric, printed=True)]
+            if not cells.empty
+        ]
+        if not printed:
+            return paper
+        return pd.concat([*([paper] if not paper.empty else []), *printed], ignore_index=True)
 
     def ours_for(metric: str | None) -> pd.DataFrame:
         parts = []
@@ -518,9 +524,9 @@ def evaluate_claims(
 
     records = []
     for claim in parsed:
-        ours = ours_for(claim.metric)
-        _check_labels(claim, {*_label_cols(ours), *_label_cols(paper)})
-        p_holds, p_value, p_detail = EVALUATORS[claim.kind](claim, paper)
+        ours, theirs = ours_for(claim.metric), paper_for(claim.metric)
+        _check_labels(claim, {*_label_cols(ours), *_label_cols(theirs)})
+        p_holds, p_value, p_detail = EVALUATORS[claim.kind](claim, theirs)
         o_holds, o_value, o_detail = EVALUATORS[claim.kind](claim, ours)
         detail = "; ".join(
             f"{who}: {d}" for who, d in (("paper", p_detail), ("ours", o_detail)) if d

@@ -146,13 +146,18 @@ def _reported(path: str | Path | None) -> dict[tuple[str, str, str, str], str]:
 
 
 def printed_scalars(path: str | Path | None, unit: str, quantity: str) -> pd.DataFrame:
-    """The printed values of one ``quantity`` in scalars (row, label, variant, value)."""
-    rows = [
-        {"row": k[0], "label": k[1], "variant": k[2], "value": float(n) * scale}
-        for k, v in _reported(path).items()
-        if k[3] == quantity
-        for n, scale in [printed_number(v, unit)]
-    ]
+    """The printed values of one ``quantity`` in scalars (row, label, variant, value); an
+    empty cell is no value, a cell that is not a number an error naming the file."""
+    rows = []
+    for (row, label, variant, q), printed in _reported(path).items():
+        if q != quantity or not printed.strip():
+            continue
+        number, scale = printed_number(printed.strip(), unit)
+        try:
+            value = float(number) * scale
+        except ValueError:
+            raise ValueError(f"{path}: {row}/{label}/{q}: {printed!r} is not a number") from None
+        rows.append({"row": row, "label": label, "variant": variant, "value": value})
     return pd.DataFrame(rows, columns=["row", "label", "variant", "value"])
 
 

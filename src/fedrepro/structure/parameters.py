@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from fedrepro.experiments.items import DEFAULT_QUANTITIES
 from fedrepro.models.registry import head_keys
 from fedrepro.models.tuning import new_at_inference
 from fedrepro.structure.payload import begin_client, sender
@@ -31,7 +32,6 @@ QUANTITIES = (
     "head",
     "per_prompt",
 )
-DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
 
 
 def count_parameters(
