@@ -88,7 +88,7 @@ def test_killing_the_client_kills_its_job(tmp_path, server):
 def _alive(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before or while being read
         return False
     return status != "Z"
 

@@ -76,3 +76,10 @@ def test_every_printed_value_matches_the_engine_count(costs: pd.DataFrame):
         assert printed[f"{q}_matches"].astype(str).eq("True").all(), printed
     table1 = costs[(costs["row"] == "method") & (costs["com_cost_paper"] != "")]
     assert set(table1["com_cost_convention"]) == {"truncated"}  # Table 1 truncates
+
+
+def test_the_plan_and_the_structure_job_share_one_default_quantity_list():
+    from fedrepro.experiments import items
+    from fedrepro.structure import parameters
+
+    assert items.DEFAULT_QUANTITIES == parameters.DEFAULT_QUANTITIES

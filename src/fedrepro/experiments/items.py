@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 TABLE_FILES = ("md", "tex", "csv", "html")
-# what a parameters item's structure job counts unless its spec lists ``quantities``
+# what a parameters item's structure job counts unless its spec lists ``quantities`` (the
+# structure layer's own default, which this layer may not import; a test keeps them equal)
 DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
 
 

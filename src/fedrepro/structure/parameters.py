@@ -11,7 +11,6 @@ from typing import Any
 
 import torch
 
-from fedrepro.experiments.items import DEFAULT_QUANTITIES
 from fedrepro.models.registry import head_keys
 from fedrepro.models.tuning import new_at_inference
 from fedrepro.structure.payload import begin_client, sender
@@ -32,6 +31,9 @@ QUANTITIES = (
     "head",
     "per_prompt",
 )
+# the default of a structure job without ``quantities`` (FedIns's three; the plan's
+# ``experiments.items.DEFAULT_QUANTITIES`` is the same tuple, tested)
+DEFAULT_QUANTITIES = ("com_cost", "aux", "new_params")
 
 
 def count_parameters(
