@@ -28,6 +28,11 @@ class DeviceData:
     mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
     std: tuple[float, ...] = STD
 
+    @property
+    def augments(self) -> bool:
+        """Whether a training batch is augmented (else a sample's input is fixed by its index)."""
+        return bool(self.crop_pad or self.flip or self.rotate or self.erase)
+
     def batch(
         self,
         idx: torch.Tensor,
@@ -36,7 +41,7 @@ class DeviceData:
         train: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs and labels for these indices; augmentation only when training."""
-        augmenting = train and bool(self.crop_pad or self.flip or self.rotate or self.erase)
+        augmenting = train and self.augments
         native = augmenting and self.augment_at == "native"
         x = to_input(self.images[idx], None if native else self.img_size, self.channels)
         if augmenting:

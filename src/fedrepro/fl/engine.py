@@ -332,6 +332,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
     opts = {
         "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
         "precision": tcfg.get("precision", "fp32"),
+        "cache_query": bool(tcfg.get("cache_query", True)),
     }
     device = next(model.parameters()).device
     put(model, state.shared)

@@ -13,6 +13,7 @@ from torch import nn
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.optim import make_optimizer
 from fedrepro.fl.timing import NULL_CLOCK
+from fedrepro.models.query_cache import inputs_of
 
 PRECISIONS = ("fp32", "bf16")
 EVAL_BATCH = 1024  # evaluation batch unless the run sets train.eval_batch_size
@@ -77,6 +78,9 @@ def train_epochs(
     drop_last = bool(train.get("drop_last", False))
     budget = train.get("local_steps")
     can_step = len(idx) >= (bs if drop_last else 2)  # else a step budget would never be met
+    # a sample's input fixed by its index: a frozen query is computed once per image
+    cache = transform is None and views == 1 and not data.augments
+    cache = cache and bool(train.get("cache_query", True))
     passes = 0
     while (steps < budget and can_step) if budget is not None else passes < epochs:
         passes += 1
@@ -95,7 +99,7 @@ def train_epochs(
                     ]
                     x = torch.cat([x, *more])
             with clock.phase("step"):
-                with autocast(x, precision):
+                with autocast(x, precision), inputs_of(model, data, b, cache):
                     loss = objective(x, y)
                 if loss is None:  # the objective selected nothing in this batch (EATA)
                     continue
@@ -119,15 +123,18 @@ def predict(
     transform=None,
     batch_size: int = EVAL_BATCH,
     precision: str = "fp32",
+    cache_query: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-sample correctness (bool) and cross-entropy for `idx`, in batches of `batch_size`
-    (part of a method whose inference pools over the batch, like FedIns's batch scope)."""
+    (part of a method whose inference pools over the batch, like FedIns's batch scope).
+    Without a client ``transform`` a frozen query is computed once per image
+    (``models.query_cache``; off with ``cache_query`` False)."""
     model.eval()
     correct, losses = [], []
     for start in range(0, len(idx), batch_size):
         b = idx[start : start + batch_size]
         x, y = data.batch(b, generator, transform)
-        with autocast(x, precision):
+        with autocast(x, precision), inputs_of(model, data, b, cache_query and transform is None):
             logits = model(x).float()
         correct.append(logits.argmax(1) == y)
         losses.append(F.cross_entropy(logits, y, reduction="none"))

@@ -4,6 +4,7 @@ A pool of ``M`` entries, each an SSF set over the ViT's sites, a key ``k_m ∈ R
 head. For an input ``x`` the query ``q(x)`` is the final-LN CLS token of a separate, frozen copy
 of the pretrained ViT; the ``c`` entries with the largest cos(q, k_m) are selected and their SSF
 sets and heads averaged, per instance, in one batched forward (no Python loop over instances).
+``q`` is computed once per image where the input repeats (``models.query_cache``).
 ``reduce_sim`` (Σ over the selected keys of the cosine, mean over the batch) is kept for the
 key loss ``(1 − w)·CE + w·(1 − reduce_sim)``.
 """
@@ -14,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedrepro.models.query_cache import QueryCache, frozen_query
 from fedrepro.models.ssf import add_ssf, ssf_modules
 
 __all__ = ["SSFPoolViT", "select_top"]
@@ -50,6 +52,7 @@ class SSFPoolViT(nn.Module):
         vit.reset_classifier(0)
         self.vit = add_ssf(vit, pool_size)
         self.query = query.eval().requires_grad_(False)
+        self.query_cache = QueryCache()  # q per image where the engine names it (query_cache)
         dim = vit.num_features
         self.keys = nn.Parameter(torch.empty(pool_size, dim))
         self.head_weight = nn.Parameter(torch.empty(pool_size, num_classes, dim))
@@ -78,8 +81,7 @@ class SSFPoolViT(nn.Module):
 
     def select(self, x: torch.Tensor) -> torch.Tensor:
         """Pick entries for each instance; sets every SSF's selection and ``reduce_sim``."""
-        with torch.no_grad():
-            q = self.query.forward_features(x)[:, 0]
+        q = frozen_query(self.query, self.query_cache, x)
         idx, cos = select_top(q, self.keys, self.top_c)
         self.reduce_sim = cos.gather(1, idx).sum(1).mean()
         for ssf in self._ssfs:

@@ -18,6 +18,7 @@ import math
 import torch
 from torch import nn
 
+from fedrepro.models.query_cache import QueryCache, frozen_query
 from fedrepro.models.ssf_pool import select_top
 
 __all__ = ["PromptedViT"]
@@ -56,6 +57,7 @@ class PromptedViT(nn.Module):
             if query is None or not 1 <= top_c <= pool_size:
                 raise ValueError("a prompt pool needs a query model and 1 ≤ top_c ≤ pool_size")
             self.query = query.eval().requires_grad_(False)
+            self.query_cache = QueryCache()  # q per image where the engine names it
             self.keys = nn.Parameter(torch.empty(pool_size, dim))
             nn.init.trunc_normal_(self.keys, std=0.02)
 
@@ -73,8 +75,7 @@ class PromptedViT(nn.Module):
         """``[B or 1, layers, n, d]``: the single set, or each instance's mean of c entries."""
         if not hasattr(self, "query"):
             return self.prompts[0][None]
-        with torch.no_grad():
-            q = self.query.forward_features(x)[:, 0]
+        q = frozen_query(self.query, self.query_cache, x)
         idx, cos = select_top(q, self.keys, self.top_c)
         self.reduce_sim = cos.gather(1, idx).sum(1).mean()
         return self.prompts[idx].mean(1)
