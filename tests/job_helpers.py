@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 from fedrepro.data.partition import partition_files
 from fedrepro.data.prepared import Split, save_split
-from tests.workflow_helpers import REPO
+from tests.workflow_helpers import REPO, env
 
 
 def toy_job(
@@ -40,11 +45,16 @@ def toy_job(
     return cfg
 
 
-def train_cmd(tmp: Path, out: Path) -> list[str]:
-    """The command the workflow's train rule runs, for the toy job under ``tmp``."""
-    return [sys.executable, str(REPO / "workflow/scripts/train.py"), "--config-json",
-            (tmp / "config.json").read_text(), "--data-dir", str(tmp / "data"), "--partition",
-            str(tmp / "part.json"), "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+def train_cmd(tmp: Path, *outs: Path, configs: list[dict] | None = None) -> list[str]:
+    """The command the workflow's train rule runs: a job training the toy run under ``tmp``
+    into each of ``outs`` (or run ``configs[i]`` into ``outs[i]``), its record beside the
+    first (``<out>.json``)."""
+    cfg = json.loads((tmp / "config.json").read_text())
+    runs = [{"config": c, "partition": str(tmp / "part.json"), "out_dir": str(out)}
+            for c, out in zip(configs or [cfg] * len(outs), outs, strict=True)]  # fmt: skip
+    return [sys.executable, str(REPO / "workflow/scripts/train.py"), "--runs-json",
+            json.dumps(runs), "--data-dir", str(tmp / "data"), "--record",
+            f"{outs[0]}.json", "--device", "cpu"]  # fmt: skip
 
 
 def adapt_cmd(tmp: Path, run: Path, out: Path, adapt: dict) -> list[str]:
@@ -86,3 +96,30 @@ def assert_adaptation_resumes(adapt: dict, run: Path, tmp: Path, kill_at: int = 
     resumed = adapt_run(*args, tmp / "killed", device="cpu")
     for key in ("final_acc", "final_acc_per_client", "final_loss", "best_acc"):
         assert resumed[key] == full[key], key
+
+
+def kill_then_resume(cmd: list[str], out: Path, rounds: int, before_rerun=None) -> int:
+    """Kill ``cmd`` (writing to ``out``) after a random checkpointed round, rerun it to the
+    end (``before_rerun()`` called in between); returns the round it had finished when
+    killed."""
+    chance = random.SystemRandom()
+    target = chance.randint(1, rounds - 4)  # the round whose checkpoint we wait for
+    proc = subprocess.Popen(cmd, env=env())
+    ckpt = out / "checkpoint.pt"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if ckpt.exists() and torch.load(ckpt, weights_only=True)["round"] >= target:
+            break
+        time.sleep(0.01)
+    time.sleep(chance.uniform(0.0, 0.03))  # somewhere inside the next round
+    assert proc.poll() is None, f"the job finished before it could be killed (round {target})"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "metrics.json").exists(), "a killed job must not look finished"
+    done = torch.load(ckpt, weights_only=True)["round"]
+    assert target <= done < rounds, (target, done)
+    if before_rerun is not None:
+        before_rerun()
+    subprocess.run(cmd, check=True, env=env(), timeout=300)
+    assert not ckpt.exists()
+    return done

@@ -87,10 +87,15 @@ def test_items_name_the_exact_files_they_read(plan):
 
 
 def test_resources_come_from_the_plan_and_scale_with_the_attempt(plan):
-    rid = next(iter(plan.runs))
-    first, second = plan.resources("train", rid), plan.resources("train", rid, attempt=2)
+    job = next(j for j, runs in plan.train_jobs.items() if len(runs) == 2)
+    first, second = plan.resources("train", job), plan.resources("train", job, attempt=2)
     assert second == {k: 2 * v for k, v in first.items()}
     assert first["mem_mb"] == CONFIG["scales"]["mini"]["resources"]["train"]["mem_mb"]
+    one = plan.train_jobs[job][:1]  # a job's runs run in turn: their minutes add up
+    alone = build_plan(
+        {**CONFIG, "papers": ["adapters", "fedins", "baselines"], "runs_per_job": "one"}, REPO
+    )
+    assert first["runtime"] == 2 * alone.resources("train", one[0])["runtime"]
     paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     job = paper["scales"]["paper"]["resources"]["train"]
     big = build_plan({**CONFIG, **paper, "scales": paper["scales"]}, REPO)
@@ -188,3 +193,23 @@ def test_a_structural_source_repeats_its_rows_per_variant(tmp_path):
     (tmp_path / "config" / "experiments" / "fedhpl.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=r"pFedPT.*row_backbones and a variant's backbone"):
         build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp_path)
+
+
+def test_the_seeds_of_one_configuration_form_one_training_job(plan, fedpce_plan):
+    """A job's runs differ only in the replicate (seed, the partition drawn with it, the
+    fold it picks); every run is in exactly one job; `runs_per_job: one` gives a job a run."""
+    seedless = ("seed", "partition_id", "paper")
+    for job, rids in plan.train_jobs.items():
+        assert all(rid == f"{job}-s{plan.runs[rid]['seed']}" for rid in rids)
+        bodies = [{k: v for k, v in plan.runs[r].items() if k not in seedless} for r in rids]
+        for body in bodies:
+            body.get("cv", {}).pop("fold", None)
+        assert all(b == bodies[0] for b in bodies), job
+    assert sorted(r for rids in plan.train_jobs.values() for r in rids) == sorted(plan.runs)
+    assert {len(rids) for rids in plan.train_jobs.values()} == {1, 2}  # seeds [0] and [0, 1]
+    jobs, runs = fedpce_plan.train_jobs, fedpce_plan.runs
+    folds = [j for j, rids in jobs.items() if "cv" in runs[rids[0]]]
+    assert folds and all(len(jobs[j]) == 2 for j in folds)  # FedPCE: the fold is the seed
+    one = build_plan({**CONFIG, "papers": ["fedpce"], "runs_per_job": "one"}, REPO)
+    assert one.runs.keys() == runs.keys()
+    assert all(one.train_jobs[r] == [r] for r in one.runs)

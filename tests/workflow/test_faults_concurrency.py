@@ -24,7 +24,7 @@ def test_two_concurrent_jobs_with_one_seed_give_identical_metrics_in_their_own_d
     assert (outs[0] / "state.safetensors").read_bytes() == (
         outs[1] / "state.safetensors"
     ).read_bytes()
-    assert {p.name for p in (tmp_path / "runs").iterdir()} == {"a", "b"}
+    assert {p.name for p in (tmp_path / "runs").iterdir()} == {"a", "b", "a.json", "b.json"}
 
 
 def test_concurrent_atomic_writers_never_leave_a_mixed_file(tmp_path):

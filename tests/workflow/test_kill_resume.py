@@ -3,44 +3,14 @@ of an uninterrupted job."""
 
 from __future__ import annotations
 
-import os
-import random
-import signal
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
-import torch
 
-from tests.job_helpers import adapt_cmd, run_metrics, toy_job, train_cmd
+from tests.job_helpers import adapt_cmd, kill_then_resume, run_metrics, toy_job, train_cmd
 from tests.workflow_helpers import env
 
 ROUNDS = 12
-
-
-def kill_then_resume(cmd: list[str], out: Path, rounds: int) -> int:
-    """Kill ``cmd`` (writing to ``out``) after a random checkpointed round, rerun it to the
-    end; returns the round it had finished when killed."""
-    chance = random.SystemRandom()
-    target = chance.randint(1, rounds - 4)  # the round whose checkpoint we wait for
-    proc = subprocess.Popen(cmd, env=env())
-    ckpt = out / "checkpoint.pt"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if ckpt.exists() and torch.load(ckpt, weights_only=True)["round"] >= target:
-            break
-        time.sleep(0.01)
-    time.sleep(chance.uniform(0.0, 0.03))  # somewhere inside the next round
-    assert proc.poll() is None, f"the job finished before it could be killed (round {target})"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert not (out / "metrics.json").exists(), "a killed job must not look finished"
-    done = torch.load(ckpt, weights_only=True)["round"]
-    assert target <= done < rounds, (target, done)
-    subprocess.run(cmd, check=True, env=env(), timeout=300)
-    assert not ckpt.exists()
-    return done
 
 
 def test_sigkill_at_a_random_round_then_rerun_matches_uninterrupted(tmp_path):

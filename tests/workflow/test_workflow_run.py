@@ -11,7 +11,7 @@ from tests.workflow_helpers import copy_workflow, snakemake
 
 
 def _shrink(wf):
-    """One dataset, two partitions, two algorithms, both variants, one seed, two rounds."""
+    """One dataset, one partition, two algorithms, both variants, two seeds, two rounds."""
     cfg_path = wf / "config" / "config.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["scales"]["mini"]["data"] = {
@@ -25,9 +25,9 @@ def _shrink(wf):
     cfg_path.write_text(yaml.safe_dump(cfg))
     exp_path = wf / "config" / "experiments" / "adapters.yaml"
     exp = yaml.safe_load(exp_path.read_text())
-    exp["scales"]["mini"]["seeds"] = [0]
+    exp["scales"]["mini"]["seeds"] = [0, 1]
     exp["scales"]["mini"]["defaults"]["train"].update(rounds=2, schedule={"kind": "constant"})
-    exp["grids"]["silo"].update(dataset=["CIFAR-10"], partition=["Dir(0.5)", "#M=2"],
+    exp["grids"]["silo"].update(dataset=["CIFAR-10"], partition=["Dir(0.5)"],
                                 algorithm=["FedAvg", "FedProx"])  # fmt: skip
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
     return exp_path, exp
@@ -58,9 +58,11 @@ def test_table_target_end_to_end_then_reruns_nothing_then_retrains_one_algorithm
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
     changed = snakemake("adapters_table1", "-n", cwd=wf)
     counts = _job_counts(changed.stdout)
-    assert counts.get("train") == 4, changed.stdout[-2000:]
-    retrained = re.findall(r"wildcards: run=(\w+)-", changed.stdout)
-    assert retrained == ["fedprox"] * 4, retrained
+    # one job per configuration trains both its seeds (config runs_per_job: seeds): the two
+    # FedProx configurations (with and without adapters), 4 runs; FedAvg's stay
+    assert counts.get("train") == 2, changed.stdout[-2000:]
+    retrained = re.findall(r"wildcards: batch=(\w+)-", changed.stdout)
+    assert retrained == ["fedprox"] * 2, retrained
 
 
 def test_fedavg_ft_table_builds_and_an_adapt_option_reruns_only_adaptation(tmp_path):

@@ -51,6 +51,7 @@ TRAIN_TEST = "|".join(n for n, d in DATASETS.items() if tuple(d.splits) != ("tes
 wildcard_constraints:
     dataset=r"[a-z0-9_]+",
     run=r"[A-Za-z0-9_.\-]+",
+    batch=r"[A-Za-z0-9_.\-]+",
     adapt=r"[A-Za-z0-9_.\-]+",
     structure=r"[A-Za-z0-9_.\-]+",
     pid=r"[A-Za-z0-9_.\-]+",
@@ -107,26 +108,48 @@ def shift_inputs(shift):
     return {} if name is None else {"shift_test": split_files(name)["test"]}
 
 
+def partition_file(run):
+    return f"{R}/partitions/{run['partition_id']}.json"
+
+
 def run_inputs(run):
     files = split_files(run["dataset"]) | shift_inputs(run.get("test_shift"))
-    files["partition"] = f"{R}/partitions/{run['partition_id']}.json"
+    files["partition"] = partition_file(run)
     if run["model"].get("pretrained", True):
         files["backbone"] = backbone_file(run["model"]["backbone"])
     return files
 
 
 def train_inputs(wildcards):
-    return run_inputs(PLAN.runs[wildcards.run])
+    """The inputs of every run of the job (its seeds share data and backbone; each has its
+    own partition unless the config fixes the partition's seed)."""
+    files = [run_inputs(PLAN.runs[rid]) for rid in PLAN.train_jobs[wildcards.batch]]
+    merged = {k: v for f in files for k, v in f.items() if k != "partition"}
+    return merged | {"partition": sorted({f["partition"] for f in files})}
+
+
+def train_runs(wildcards):
+    """The job's runs as the train script takes them: config, partition, output directory."""
+    return json.dumps(
+        [
+            {
+                "config": PLAN.runs[rid],
+                "partition": partition_file(PLAN.runs[rid]),
+                "out_dir": f"{R}/runs/{rid}",
+            }
+            for rid in PLAN.train_jobs[wildcards.batch]
+        ]
+    )
 
 
 def adapt_inputs(wildcards):
-    """The trained run's inputs plus its saved state (the adaptation's starting point)."""
+    """The trained run's inputs plus its training job's record (the run's saved state is the
+    adaptation's starting point)."""
     rid = PLAN.adapts[wildcards.adapt]["run"]
     files = run_inputs(PLAN.runs[rid]) | shift_inputs(
         PLAN.adapts[wildcards.adapt]["adapt"].get("shift")
     )
-    files["state"] = f"{R}/runs/{rid}/state.safetensors"
-    files["config"] = f"{R}/runs/{rid}/config.json"
+    files["trained"] = PLAN.trained(rid)
     return files
 
 

@@ -1,33 +1,33 @@
 # The run stages: train, adapt (starts from a trained run's state), structure (no data).
+# A training job trains the runs of PLAN.train_jobs[batch] one after the other (the seeds of
+# one configuration, or one run: config `runs_per_job`), each into its own runs/<run>/
+# directory, then writes the job's record runs/<batch>.json, the file the workflow tracks.
 
 
 rule train:
     input:
         unpack(train_inputs),
     output:
-        config=f"{R}/runs/{{run}}/config.json",
-        metrics=f"{R}/runs/{{run}}/metrics.json",
-        history=f"{R}/runs/{{run}}/history.csv",
-        state=f"{R}/runs/{{run}}/state.safetensors",
+        f"{R}/runs/{{batch}}.json",
     log:
-        f"{R}/logs/train/{{run}}.log",
+        f"{R}/logs/train/{{batch}}.log",
     benchmark:
-        f"{R}/benchmarks/train/{{run}}.tsv"
+        f"{R}/benchmarks/train/{{batch}}.tsv"
     conda:
         ENV
     threads: config["threads"]
     resources:
-        **resources("train", "run"),
+        **resources("train", "batch"),
         gpu=config["gpus_per_train"],
     params:
         command=job_command("train.py"),
-        spec=lambda wildcards: json.dumps(PLAN.runs[wildcards.run]),
+        runs=train_runs,
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "{params.command} --config-json {params.spec:q} --data-dir $(dirname {input.train})"
-        " --partition {input.partition} --out-dir $(dirname {output.metrics}) {params.backbone}"
-        " --device {params.device} --threads {threads} > {log} 2>&1"
+        "{params.command} --runs-json {params.runs:q} --data-dir $(dirname {input.train})"
+        " --record {output} {params.backbone} --device {params.device} --threads {threads}"
+        " > {log} 2>&1"
 
 
 rule adapt:
@@ -50,10 +50,11 @@ rule adapt:
     params:
         command=job_command("adapt.py"),
         spec=lambda wildcards: json.dumps(PLAN.adapts[wildcards.adapt]["adapt"]),
+        run_dir=lambda wildcards: f"{R}/runs/{PLAN.adapts[wildcards.adapt]['run']}",
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "{params.command} --adapt-json {params.spec:q} --run-dir $(dirname {input.state})"
+        "{params.command} --adapt-json {params.spec:q} --run-dir {params.run_dir}"
         " --data-dir $(dirname {input.train}) --partition {input.partition}"
         " --out-dir $(dirname {output.metrics}) {params.backbone}"
         " --device {params.device} --threads {threads} > {log} 2>&1"

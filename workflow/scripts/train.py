@@ -1,11 +1,14 @@
-"""Train one federated run (resumes from its checkpoint when one exists)."""
+"""Train the runs of one training job, one after the other, each into its own directory
+(a run resumes from its checkpoint; a job resumed after a kill keeps the runs it finished)."""
 
 import json
+from pathlib import Path
 
 from fedrepro.jobs.cli import job_files, job_parser
-from fedrepro.jobs.train import train_run
+from fedrepro.jobs.train import train_runs
 
-p = job_parser(__doc__)
-p.add_argument("--config-json", required=True, help="resolved run config (JSON text)")
+p = job_parser(__doc__, one_run=False)
+p.add_argument("--runs-json", required=True, help="[{config, partition, out_dir}] (JSON text)")
+p.add_argument("--record", type=Path, default=None, help="the job's record, written last")
 a = p.parse_args()
-train_run(json.loads(a.config_json), **job_files(a))
+train_runs(json.loads(a.runs_json), record=a.record, **job_files(a))

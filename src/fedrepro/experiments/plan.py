@@ -32,9 +32,20 @@ def digest(obj, n: int = 10) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:n]
 
 
+def group_id(run: dict) -> str:
+    """The configuration a run replicates: ``<algorithm>-<dataset>-<hash>``, the hash over the
+    resolved config without the replicate (its seed and what the seed picks: the partition
+    drawn with it, the fold it names), so the seeds of one configuration share it."""
+    body = {k: v for k, v in run.items() if k not in (*NOT_HASHED, "seed", "partition_id")}
+    if body.get("cv", {}).get("fold") == run["seed"]:  # the fold the replicate picks
+        body["cv"] = {k: v for k, v in body["cv"].items() if k != "fold"}
+    return f"{run['algorithm']['name']}-{run['dataset']}-{digest(body)}"
+
+
 def run_id(run: dict) -> str:
-    body = {k: v for k, v in run.items() if k not in NOT_HASHED}
-    return f"{run['algorithm']['name']}-{run['dataset']}-s{run['seed']}-{digest(body)}"
+    """``<group>-s<seed>``: the configuration and the replicate (the full config is recoverable
+    from the two, so equal ids mean equal runs)."""
+    return f"{group_id(run)}-s{run['seed']}"
 
 
 def adapt_id(run: str, adapt: dict) -> str:
@@ -65,6 +76,11 @@ class Plan:
     root: str = "results/mini"  # results/<scale>: every path in a manifest starts here
     scale_cfg: dict = field(default_factory=dict)  # config["scales"][scale]
     runs: dict[str, dict] = field(default_factory=dict)
+    # training jobs: job id -> its runs (the seeds of one configuration, or one run a job:
+    # config ``runs_per_job``); each run's directory, checkpoint and metrics are its own
+    train_jobs: dict[str, list[str]] = field(default_factory=dict)
+    job_of: dict[str, str] = field(default_factory=dict)  # run id -> its training job
+    runs_per_job: str = "seeds"
     adapts: dict[str, dict] = field(default_factory=dict)  # id -> {run, adapt}
     structures: dict[str, dict] = field(default_factory=dict)  # id -> spec
     partitions: dict[str, dict] = field(default_factory=dict)
@@ -78,13 +94,32 @@ class Plan:
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
+    def add_run(self, run: dict) -> str:
+        """Register a resolved run (once, whichever items need it) in its training job."""
+        rid = run_id(run)
+        if rid not in self.runs:
+            self.runs[rid] = run
+            job = group_id(run) if self.runs_per_job == "seeds" else rid
+            self.job_of[rid] = job
+            members = self.train_jobs.setdefault(job, [])
+            members.append(rid)
+            members.sort(key=lambda r: self.runs[r]["seed"])
+        return rid
+
+    def trained(self, rid: str) -> str:
+        """The file whose existence says run ``rid`` is trained: its training job's record."""
+        return self.path(f"runs/{self.job_of[rid]}.json")
+
     def resources(self, stage: str, key: str | None = None, attempt: int = 1) -> dict:
-        """``mem_mb`` and ``runtime`` of a job of ``stage`` (its run or adapt id as ``key``),
-        scaled by the Slurm attempt number."""
+        """``mem_mb`` and ``runtime`` of a job of ``stage`` (its training job or adapt id as
+        ``key``), scaled by the Slurm attempt number."""
         run = None
-        if stage == "train":
-            run = self.runs[key]
-        elif stage == "adapt":  # one local epoch (finetune) or step budget (client_train) a round
+        if stage == "train":  # a job's runs one after the other: their minutes add up
+            each = [job_resources(self.scale_cfg, stage, self.runs[r])
+                    for r in self.train_jobs[key]]  # fmt: skip
+            return {"mem_mb": max(r["mem_mb"] for r in each) * attempt,
+                    "runtime": sum(r["runtime"] for r in each) * attempt}  # fmt: skip
+        if stage == "adapt":  # one local epoch (finetune) or step budget (client_train) a round
             adapt = self.adapts[key]["adapt"]
             run = {"train": {"rounds": adapt.get("epochs", adapt.get("rounds", 1))}}
         return {k: v * attempt for k, v in job_resources(self.scale_cfg, stage, run).items()}
@@ -99,6 +134,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
         raise ConfigError(f"config.scales.{scale}: no settings for scale {scale!r}{hint}")
     scale_cfg = config["scales"][scale]
     plan = Plan(scale=scale, root=f"{config['results']}/{scale}", scale_cfg=scale_cfg)
+    plan.runs_per_job = config.get("runs_per_job", "seeds")
     for paper in config["papers"]:
         path = Path(repo) / "config" / "experiments" / f"{paper}.yaml"
         if not path.exists():
@@ -152,8 +188,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 _register_shift(plan, adapt.get("shift"), scale_cfg)
             for seed in doc["grids"][gname].get("seeds", doc["seeds"]):
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
-                rid = run_id(run)
-                plan.runs.setdefault(rid, run)
+                rid = plan.add_run(run)
                 entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed}}
                 if adapt is not None:
                     aid = adapt_id(rid, adapt)
@@ -169,6 +204,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
         reads = kind.reads(spec)
         runs = [
             {**r, "files": {f: plan.path(STAGE_FILES[r["stage"]][f].format(**r)) for f in reads}}
+            | ({"built_by": plan.trained(r["id"])} if r["stage"] == "train" and reads else {})
             for r in grid_runs.get(grid, [])
             if _selected(r["labels"], spec.get("where"))
         ]

@@ -1,4 +1,10 @@
-"""One federated training run: config.json in, metrics.json / history.csv / state out."""
+"""Federated training runs: config.json in, metrics.json / history.csv / state out.
+
+A training job (``train_runs``) trains one or several runs (the seeds of one configuration)
+one after the other in one process; each run is exactly what it would be alone (its own
+directory, checkpoint, seeds and metrics: tests/jobs/test_train_runs.py), and the job's
+record is written last.
+"""
 
 from __future__ import annotations
 
@@ -69,6 +75,57 @@ def train_run(
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
     return write_results(out_dir, job, state, time.perf_counter() - t0)
+
+
+RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
+
+
+def train_runs(
+    runs: list[dict], data_dir: Path, record: Path | None = None, log=print, **where
+) -> list[dict]:
+    """Train ``runs`` (``{"config", "partition", "out_dir"}`` each) in turn, then write the
+    job's ``record`` (what each run took; the file the workflow tracks). ``where``:
+    ``backbone``, ``device``, ``threads`` as ``train_run`` takes them.
+
+    While the job works, ``<record>.partial`` names its runs. A job that finds one was
+    interrupted: it keeps the runs that finished, and the interrupted run resumes from its
+    checkpoint. Without one (a first attempt, or a rerun the workflow asked for: changed
+    inputs, ``-R``) every run trains anew, from nothing."""
+    t0 = time.perf_counter()
+    partial = None if record is None else Path(f"{record}.partial")
+    resuming = partial is not None and partial.exists()
+    if partial is not None:
+        write_json(partial, {"runs": [Path(r["out_dir"]).name for r in runs]})
+    done = []
+    for i, run in enumerate(runs, 1):
+        out_dir = Path(run["out_dir"])
+        kept = resuming and finished(out_dir, run["config"])
+        if kept:
+            metrics = json.loads((out_dir / "metrics.json").read_text())
+        else:
+            if not resuming:
+                discard(out_dir)
+            metrics = train_run(run["config"], data_dir, run["partition"], out_dir, **where)
+        log(f"run {i}/{len(runs)} {out_dir.name}: {'kept' if kept else 'trained'}, "
+            f"final acc {metrics['final_acc']:.2f}, {metrics['wall_seconds']:.1f}s")  # fmt: skip
+        done.append({"run": out_dir.name, "kept": kept, "wall_seconds": metrics["wall_seconds"]})
+    if record is not None:
+        write_json(record, {"runs": done, "wall_seconds": time.perf_counter() - t0})
+        partial.unlink()
+    return done
+
+
+def finished(out_dir: Path, cfg: dict) -> bool:
+    """Whether ``out_dir`` holds a finished run of exactly ``cfg``."""
+    if not all((out_dir / f).exists() for f in ("config.json", *RESULT_FILES)):
+        return False
+    return json.loads((out_dir / "config.json").read_text()) == cfg
+
+
+def discard(out_dir: Path) -> None:
+    """Remove a run's results and checkpoint, so that it trains from nothing."""
+    for name in (*RESULT_FILES, "checkpoint.pt"):
+        (out_dir / name).unlink(missing_ok=True)
 
 
 @dataclass

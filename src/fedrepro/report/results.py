@@ -39,8 +39,14 @@ def structure_frame(path: str | Path) -> pd.DataFrame:
 
 
 def result_files(manifest: dict[str, Any]) -> list[str]:
-    """Every result file an item's manifest names (what its rule must list as input)."""
-    files = [f for run in manifest.get("runs", []) for f in run.get("files", {}).values()]
+    """Every result file an item's manifest names (what its rule must list as input): a run's
+    files, or the record of the job that built them (``built_by``: a training job writes its
+    runs' directories and then its record, the one file the workflow tracks)."""
+    files = [
+        f
+        for run in manifest.get("runs", [])
+        for f in ([run["built_by"]] if "built_by" in run else run.get("files", {}).values())
+    ]
     files += [p["file"] for p in manifest.get("partitions", []) if "file" in p]
     if "structure" in manifest:
         files.append(manifest["structure"]["file"])
