@@ -213,3 +213,40 @@ def test_the_seeds_of_one_configuration_form_one_training_job(plan, fedpce_plan)
     one = build_plan({**CONFIG, "papers": ["fedpce"], "runs_per_job": "one"}, REPO)
     assert one.runs.keys() == runs.keys()
     assert all(one.train_jobs[r] == [r] for r in one.runs)
+
+
+def test_a_run_is_evaluated_every_round_only_where_something_reads_the_rounds(plan):
+    """adapters: Table I reads the final accuracy, Figs. 5–9 curves: a Table I run in no
+    curve is evaluated after its last round only; FedIns reads the best round."""
+    items = plan.items
+
+    def runs_of(item):
+        return {r["id"]: plan.runs[r["id"]] for r in items[item]["runs"]}
+
+    curves = {k: r for i in ("fig5", "fig6", "fig7", "fig8", "fig9")
+              for k, r in runs_of(f"adapters/{i}").items()}  # fmt: skip
+    table = runs_of("adapters/table1")
+    assert curves and all(r.get("eval_every", 1) == 1 for r in curves.values())
+    final = {k: r for k, r in table.items() if k not in curves}
+    assert final and all(r["eval_every"] == r["train"]["rounds"] for r in final.values())
+    assert all(r.get("eval_every", 1) == 1 for r in runs_of("fedins/table1").values())
+    for entry in items["adapters/table1"]["runs"]:  # every reference follows the new ids
+        assert entry["files"]["metrics"] == f"{plan.root}/runs/{entry['id']}/metrics.json"
+        assert entry["built_by"] == plan.trained(entry["id"])
+    assert all(a["run"] in plan.runs for a in plan.adapts.values())
+    assert sorted(r for rids in plan.train_jobs.values() for r in rids) == sorted(plan.runs)
+    every = build_plan({**CONFIG, "papers": ["adapters", "fedins", "baselines"],
+                        "eval_rounds": "all"}, REPO)  # fmt: skip
+    assert len(every.runs) == len(plan.runs) and every.runs.keys() != plan.runs.keys()
+    assert all(r.get("eval_every", 1) == 1 for r in every.runs.values() if r["paper"] == "adapters")
+
+
+def test_a_claim_on_the_best_round_keeps_its_item_evaluated_every_round(tmp_path):
+    doc = yaml.safe_load((REPO / "config" / "experiments" / "baselines.yaml").read_text())
+    doc["claims"] = [{"id": "best", "text": "t", "kind": "constant", "item": "finetune",
+                      "metric": "best_acc", "test": "value > 0"}]  # fmt: skip
+    (tmp_path / "config" / "experiments").mkdir(parents=True)
+    (tmp_path / "config" / "experiments" / "baselines.yaml").write_text(yaml.safe_dump(doc))
+    kept = build_plan({**CONFIG, "papers": ["baselines"]}, tmp_path)
+    trained = [r for r in kept.items["baselines/finetune"]["runs"] if r["stage"] == "train"]
+    assert trained and all(kept.runs[r["id"]].get("eval_every", 1) == 1 for r in trained)

@@ -77,3 +77,19 @@ def test_lr_schedules():
     assert lr_at(c, 1) == 1.0 and lr_at(c, 10) < 0.05
     with pytest.raises(ValueError, match="schedule.kind"):
         lr_at({"lr": 1, "schedule": {"kind": "weird"}}, 1)
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedbn", "scaffold"])
+def test_evaluating_only_after_the_last_round_changes_no_number(algorithm):
+    """What the plan's eval_rounds: read relies on: evaluation draws from its own generators
+    and leaves the model as it found it, so the last round's numbers and the trained tensors
+    are those of a run evaluated every round."""
+    every, _, _ = run({"name": algorithm}, train_cfg(rounds=4, eval_every=1))
+    last, _, _ = run({"name": algorithm}, train_cfg(rounds=4, eval_every=4))
+    assert [("acc" in r) for r in last.history] == [False, False, False, True]
+    untimed = [{k: v for k, v in s.history[-1].items() if k != "seconds"} for s in (every, last)]
+    assert untimed[0] == untimed[1]
+    for k, v in every.shared.items():
+        assert torch.equal(v, last.shared[k]), k
+    for c, tensors in every.local.items():
+        assert all(torch.equal(t, last.local[c][n]) for n, t in tensors.items())

@@ -150,6 +150,8 @@ def build_plan(config: dict, repo: Path) -> Plan:
                 )
         doc = deep_merge(doc, over)
         _expand_paper(plan, paper, doc, scale_cfg)
+    if config.get("eval_rounds", "read") == "read":
+        _evaluate_where_read(plan)
     return plan
 
 
@@ -203,8 +205,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
         kind = ITEM_KINDS[spec["kind"]]
         reads = kind.reads(spec)
         runs = [
-            {**r, "files": {f: plan.path(STAGE_FILES[r["stage"]][f].format(**r)) for f in reads}}
-            | ({"built_by": plan.trained(r["id"])} if r["stage"] == "train" and reads else {})
+            _with_files(plan, r, reads)
             for r in grid_runs.get(grid, [])
             if _selected(r["labels"], spec.get("where"))
         ]
@@ -239,6 +240,83 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
         "claims": doc.get("claims", []),
         "reported": doc.get("reported"),
     }
+
+
+# metrics.json keys that the last evaluation (or no evaluation) gives: a run whose readers
+# read only such keys is evaluated after its last round alone (training is unchanged: the
+# evaluation draws from its own generators and leaves the model as it found it)
+FINAL_ONLY = ("final_", "params.", "comm.", "local_clustering.", "wall_seconds")
+
+
+def _reads_rounds(kind: str, spec: dict, metrics: set[str]) -> bool:
+    """Whether an item of ``kind`` with ``spec`` (and the claims' ``metrics`` on it) reads a
+    run's evaluations before the last one (a curve, the best round, when a metric settles)."""
+    if "history" in ITEM_KINDS[kind].reads(spec):
+        return True
+    keys = {
+        spec.get("metric", "final_acc"),
+        *(spec.get("statistics") or {}).get("values", {}).values(),
+        *metrics,
+    }
+    return not all(k.startswith(FINAL_ONLY) for k in keys)
+
+
+def _claim_metrics(plan: Plan) -> dict[str, set[str]]:
+    """``<paper>/<item>`` -> the metrics its paper's claims read on it (beside the item's own)."""
+    out: dict[str, set[str]] = {}
+    for paper, claims in plan.claims.items():
+        for raw in claims["claims"]:
+            if not isinstance(raw, dict) or not raw.get("metric"):
+                continue
+            named = {raw.get("item")}
+            for key in ("left", "right", "select", "among"):
+                value = (raw.get(key) or {}).get("item") if isinstance(raw.get(key), dict) else None
+                named |= set(value if isinstance(value, list) else [value])
+            items = [i for i in plan.papers[paper] if i in named] or plan.papers[paper]
+            for item in items:
+                out.setdefault(f"{paper}/{item}", set()).add(str(raw["metric"]))
+    return out
+
+
+def _evaluate_where_read(plan: Plan) -> None:
+    """Evaluate a run after its last round alone where no item or claim reads an earlier
+    evaluation: its config gets ``eval_every: rounds`` (so a new id), and every reference to
+    the run (its adaptations, the items' entries) follows."""
+    claimed = _claim_metrics(plan)
+    per_round: set[str] = set()
+    for name, manifest in plan.items.items():
+        if _reads_rounds(manifest["kind"], manifest["spec"], claimed.get(name, set())):
+            per_round |= {r["id"] for r in manifest["runs"] if r["stage"] == "train"}
+    renamed: dict[str, str] = {}
+    runs, plan.runs, plan.train_jobs, plan.job_of = plan.runs, {}, {}, {}
+    for rid, run in runs.items():
+        rounds = int(run["train"]["rounds"])
+        if rid not in per_round and int(run.get("eval_every", 1)) != rounds:
+            run = {**run, "eval_every": rounds}
+        renamed[rid] = plan.add_run(run)
+    adapts, plan.adapts = plan.adapts, {}
+    for aid, adapt in adapts.items():
+        rid = renamed[adapt["run"]]
+        renamed[aid] = adapt_id(rid, adapt["adapt"])
+        plan.adapts[renamed[aid]] = {**adapt, "run": rid}
+    for manifest in plan.items.values():
+        manifest["runs"] = [
+            _with_files(
+                plan,
+                {**e, "id": renamed[e["id"]]} | ({"run": renamed[e["run"]]} if "run" in e else {}),
+                list(e["files"]),
+            )
+            for e in manifest["runs"]
+        ]
+
+
+def _with_files(plan: Plan, entry: dict, reads) -> dict:
+    """An item's run entry with the paths of the result files it reads (``files``) and, for a
+    trained run, the record of the job that writes them (``built_by``)."""
+    stage, rid = entry["stage"], entry["id"]
+    files = {f: plan.path(STAGE_FILES[stage][f].format(id=rid)) for f in reads}
+    built = {"built_by": plan.trained(rid)} if stage == "train" and files else {}
+    return {**{k: v for k, v in entry.items() if k != "built_by"}, "files": files, **built}
 
 
 def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str) -> list[dict]:
