@@ -19,6 +19,7 @@ include: "workflow/rules/bench.smk"
 
 # local jobs run as forks of one process that has imported torch (config `forkserver`)
 onstart:
+    mark_driver()  # the jobs' view of this process (bench budget)
     if config.get("forkserver", False):
         FORKSERVER.start()
 
@@ -36,10 +37,8 @@ onerror:
 rule all:
     default_target: True
     input:
-        [f for paper in PLAN.papers for f in paper_outputs(paper)],
-        [f"{R}/partitions/{pid}.png" for pid in PLAN.partitions],
+        default_outputs(),
         rules.bench.input if SCALE == "mini" else [],
-        [f"{R}/tables/backbones/probe.html"] if PLAN.probes else [],
     localrule: True
 
 

@@ -93,3 +93,8 @@ def run_killed_at(round_idx: int, algorithm: dict, cfg: dict, checkpoint) -> Non
     except Killed:
         return
     raise AssertionError(f"the run never reached round {round_idx}")
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    """History rows without their wall times (what differs between identical runs)."""
+    return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in rows]

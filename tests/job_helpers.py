@@ -68,7 +68,7 @@ def adapt_cmd(tmp: Path, run: Path, out: Path, adapt: dict) -> list[str]:
 def run_metrics(out: Path) -> dict:
     """A finished run's metrics without what differs between identical runs."""
     m = json.loads((out / "metrics.json").read_text())
-    for key in ("wall_seconds", "run_id", "peak_rss_mb"):
+    for key in ("wall_seconds", "seconds", "run_id", "peak_rss_mb"):
         m.pop(key, None)
     return m
 

@@ -13,7 +13,7 @@ from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.local import predict
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
-from tests.fl_helpers import train_cfg
+from tests.fl_helpers import train_cfg, untimed
 
 
 def _model(tuning: str):
@@ -49,9 +49,7 @@ def test_cached_queries_give_the_uncached_run_to_the_bit(tuning):
     model = _model(tuning)
     plain, plain_rows = _run(copy.deepcopy(model), _data(), cache=False)
     cached, cached_rows = _run(model, _data(), cache=True)
-    untimed = [[{k: v for k, v in row.items() if k != "seconds"} for row in s.history]
-               for s in (plain, cached)]  # fmt: skip
-    assert untimed[0] == untimed[1]
+    assert untimed(plain.history) == untimed(cached.history)
     for k, v in plain.shared.items():
         assert torch.equal(v, cached.shared[k]), k
     assert cached_rows == 48  # each of the 48 images once (train and test are one split here)

@@ -46,6 +46,8 @@ rule probe_backbone:
         f"{R}/backbones/probe/{{backbone}}.json",
     log:
         f"{R}/logs/backbones/probe-{{backbone}}.log",
+    benchmark:
+        f"{R}/benchmarks/probe/{{backbone}}.tsv"
     conda:
         ENV
     threads: 1

@@ -104,7 +104,29 @@ rule bench_page:
         " --inputs {input} --out {output.md} > {log} 2>&1"
 
 
+# the embedded default's time per paper: after every other job of the default (mini only)
+rule bench_budget:
+    input:
+        default_outputs(),
+    output:
+        json=f"{B}/budget.json",
+        md=f"{B}/budget.md",
+        html=report(f"{B}/budget.html", caption="../../report/bench.rst", category="Benchmarks"),
+    log:
+        f"{B}/logs/budget.log",
+    conda:
+        ENV
+    params:
+        script=cli_script("bench.py"),
+        spec=json.dumps(
+            {"root": R, "cores": workflow.cores, "limits": BENCH["budget"]},
+        ),
+    shell:
+        "python {params.script} budget --spec-json {params.spec:q} --out {output.json} > {log} 2>&1"
+
+
 rule bench:
     input:
         rules.bench_page.output,
+        rules.bench_budget.output if SCALE == "mini" else [],
     localrule: True

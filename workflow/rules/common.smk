@@ -3,6 +3,7 @@ import json
 import os
 from pathlib import Path
 
+from fedrepro.bench.driver import mark_driver
 from fedrepro.data.composite import raw_sources
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
@@ -232,6 +233,14 @@ def item_outputs(paper, item):
 def paper_outputs(paper):
     files = [f for item in PLAN.papers[paper] for f in item_outputs(paper, item)]
     return files + [f"{R}/claims/{paper}.html"]
+
+
+def default_outputs():
+    """What `all` builds besides the benchmarks: every paper's items and claims, every
+    partition's figure, the linear-probe table."""
+    files = [f for paper in PLAN.papers for f in paper_outputs(paper)]
+    files += [f"{R}/partitions/{pid}.png" for pid in PLAN.partitions]
+    return files + ([f"{R}/tables/backbones/probe.html"] if PLAN.probes else [])
 
 
 def item_text(wildcards, key):

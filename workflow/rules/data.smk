@@ -23,6 +23,8 @@ rule prepare_data:
         test=f"{R}/data/{{dataset}}/test.safetensors",
     log:
         f"{R}/logs/data/{{dataset}}.log",
+    benchmark:
+        f"{R}/benchmarks/data/{{dataset}}.tsv"
     wildcard_constraints:
         dataset=TRAIN_TEST,
     conda:
@@ -46,34 +48,25 @@ use rule prepare_data as prepare_test_only_data with:
         dataset=TEST_ONLY,
 
 
+# a partition job writes the partition and its label histogram (one process, not two)
 rule partition:
     input:
         unpack(partition_inputs),
     output:
-        f"{R}/partitions/{{pid}}.json",
+        json=f"{R}/partitions/{{pid}}.json",
+        png=f"{R}/partitions/{{pid}}.png",
+        pdf=f"{R}/partitions/{{pid}}.pdf",
     log:
         f"{R}/logs/partition/{{pid}}.log",
+    benchmark:
+        f"{R}/benchmarks/partition/{{pid}}.tsv"
     conda:
         ENV
     params:
         command=job_command("partition.py"),
         spec=lambda wildcards: json.dumps(PLAN.partitions[wildcards.pid]),
+        figure=lambda wildcards: json.dumps(partition_manifest(wildcards)),
     shell:
         "{params.command} --spec-json {params.spec:q} --train {input.train}"
-        " --test {input.test} --out {output} > {log} 2>&1"
-
-
-rule partition_figure:
-    input:
-        f"{R}/partitions/{{pid}}.json",
-    output:
-        png=f"{R}/partitions/{{pid}}.png",
-        pdf=f"{R}/partitions/{{pid}}.pdf",
-    log:
-        f"{R}/logs/partition/{{pid}}.figure.log",
-    conda:
-        ENV
-    params:
-        manifest=partition_manifest,
-    script:
-        "../scripts/make_item.py"
+        " --test {input.test} --out {output.json} --figure-json {params.figure:q}"
+        " > {log} 2>&1"

@@ -18,6 +18,8 @@ rule table:
         ),
     log:
         f"{R}/logs/items/{{paper}}/{{item}}.log",
+    benchmark:
+        f"{R}/benchmarks/items/{{paper}}/{{item}}.tsv"
     conda:
         ENV
     params:
@@ -55,6 +57,8 @@ rule claims:
         ),
     log:
         f"{R}/logs/claims/{{paper}}.log",
+    benchmark:
+        f"{R}/benchmarks/claims/{{paper}}.tsv"
     conda:
         ENV
     params:

@@ -65,6 +65,8 @@ rule structure:
         f"{R}/structure/{{structure}}.json",
     log:
         f"{R}/logs/structure/{{structure}}.log",
+    benchmark:
+        f"{R}/benchmarks/structure/{{structure}}.tsv"
     conda:
         ENV
     resources:

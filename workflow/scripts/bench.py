@@ -1,11 +1,12 @@
-"""Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page."""
+"""Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page,
+the embedded default's time budget."""
 
 import argparse
 import json
 from pathlib import Path
 
 from fedrepro.atomic import write_json
-from fedrepro.bench import cost, dag, figures, scaling, summary, workload
+from fedrepro.bench import budget, cost, dag, driver, figures, scaling, summary, workload
 from fedrepro.fl.build import pick_device
 
 
@@ -14,7 +15,7 @@ def _load(paths):
 
 
 p = argparse.ArgumentParser(description=__doc__)
-p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page"])
+p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page", "budget"])
 p.add_argument("--spec-json", default="{}", help="the benchmark's settings (JSON)")
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--inputs", nargs="*", default=[], help="result files the step reads")
@@ -49,3 +50,8 @@ elif a.what == "page":
     }
     figures.save_all(results, a.out.parent)
     summary.write_summary(a.out, results, spec["goals"])
+elif a.what == "budget":
+    result = budget.budget(Path(spec["root"]), spec["cores"], spec["limits"], driver.driver())
+    print(json.dumps({k: v for k, v in result.items() if k != "papers"}, indent=1))
+    write_json(a.out, result)
+    budget.write_budget(a.out, result)

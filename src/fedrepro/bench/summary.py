@@ -21,7 +21,7 @@ MEMORY_TEXT = (
 )
 
 
-def _md(frame: pd.DataFrame) -> str:
+def md_table(frame: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "---|" * len(frame.columns)
     body = ["| " + " | ".join(map(str, row)) + " |" for row in frame.itertuples(index=False)]
@@ -147,7 +147,7 @@ def write_summary(out: Path, results: dict, goals: dict) -> list[Path]:
         md += [f"## {title}", "", text, ""]
         page += [f"<h2>{html.escape(title)}</h2>", f"<p>{html.escape(text)}</p>"]
         if frame is not None:
-            md += [_md(frame), ""]
+            md += [md_table(frame), ""]
             page.append(frame.to_html(index=False, border=0))
     out = Path(out)
     return [

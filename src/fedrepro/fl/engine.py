@@ -257,10 +257,12 @@ def run_rounds(
             "excluded": len(payloads) - len(keep),
         }
         if r == rounds or r % int(cfg.get("eval_every", 1)) == 0:
+            t_eval = time.perf_counter()
             with clock.phase("evaluate"):
                 row.update(
                     evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg)
                 )
+            row["eval_seconds"] = time.perf_counter() - t_eval  # metrics.json `seconds`
             # finite weights can still give non-finite outputs (a negative BN running variance
             # from FedNova's normalised buffers): the round is recorded as diverged too
             row["diverged"] = diverged = diverged or not math.isfinite(row["loss"])

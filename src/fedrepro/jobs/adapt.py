@@ -29,8 +29,9 @@ def adapt_run(
     out_dir = Path(out_dir)
     job, source = prepare_adapt(adapt, run_dir, data_dir, partition, **where)
     write_json(out_dir / "config.json", {**source, "engine": job.cfg})
+    setup = time.perf_counter() - t0
     state = job.run(out_dir / "checkpoint.pt")
-    return write_results(out_dir, job, state, time.perf_counter() - t0, **source)
+    return write_results(out_dir, job, state, time.perf_counter() - t0, setup, **source)
 
 
 def prepare_adapt(

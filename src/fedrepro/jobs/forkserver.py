@@ -45,6 +45,8 @@ PRELOAD = (
     "timm",
     "fedrepro.jobs.train",
     "fedrepro.jobs.adapt",
+    "fedrepro.data.partition",
+    "fedrepro.report.figures",  # matplotlib: a partition job draws its histogram
 )
 MAX_MESSAGE = 1 << 20
 

@@ -68,13 +68,14 @@ def train_run(
     out_dir = Path(out_dir)
     write_json(out_dir / "config.json", cfg)
     job = load_job(cfg, data_dir, partition, backbone, device, threads)
+    setup = time.perf_counter() - t0
     state = job.run(out_dir / "checkpoint.pt")
     tensors = {f"global.{k}": v for k, v in state.shared.items()}
     for k, local in state.local.items():
         tensors.update({f"client{k}.{n}": v for n, v in local.items()})
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
-    return write_results(out_dir, job, state, time.perf_counter() - t0)
+    return write_results(out_dir, job, state, time.perf_counter() - t0, setup)
 
 
 RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
@@ -182,10 +183,20 @@ def load_job(
     return Job(cfg, model, algorithm, train, test, clients, dev)
 
 
-def write_results(out_dir: Path, job: Job, state: RunState, seconds: float, **extra) -> dict:
+def write_results(
+    out_dir: Path, job: Job, state: RunState, seconds: float, setup: float, **extra
+) -> dict:
     """history.csv, then metrics.json (the file that marks the job finished); the checkpoint
-    goes last."""
+    goes last. ``seconds``: the job's in-process time, ``setup`` the part before round 1."""
     metrics = summarize(job.cfg, job.model, job.algorithm, state, seconds)
+    rounds = sum(r["seconds"] for r in state.history)
+    evaluate = sum(r.get("eval_seconds", 0.0) for r in state.history)
+    metrics["seconds"] = {  # where the time went (bench budget); a resumed run adds its parts
+        "setup": setup,
+        "train": rounds - evaluate,
+        "evaluate": evaluate,
+        "write": max(seconds - setup - rounds, 0.0),
+    }
     metrics["run_id"] = out_dir.name
     metrics["peak_rss_mb"] = peak_rss_mb()  # what to request per job (Slurm mem_mb)
     metrics["peak_gpu_mb"] = peak_gpu_mb(job.device)

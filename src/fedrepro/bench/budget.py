@@ -1,0 +1,177 @@
+"""The embedded default's time per paper on this machine (``snakemake bench``, mini scale).
+
+From the jobs' own records: every job of the default writes a Snakemake benchmark file
+(``results/<scale>/benchmarks/<rule>/<name>.tsv``: the job's wall seconds); a training job
+also writes its record (its runs, its in-process seconds) and each run its metrics
+(``seconds``: set-up, training, evaluation, writing). A job's paper is its runs' paper
+(training; an adaptation: its trained run's), or its item's (tables, figures, claims); data,
+partitions, backbones and probes are shared. The timed run is the Snakemake process that
+runs this job: its wall time since it started and its own CPU time (``bench.driver``).
+
+Per paper, the estimated wall time is its job seconds over the cores, scaled so that all
+papers and the shared work add up to the timed run's wall time.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+
+from fedrepro.bench.summary import md_table
+from fedrepro.report.output import write_text
+
+SHARED = "shared"
+STAGES = ("runs", "adapt")
+
+
+def _seconds(tsv: Path) -> float:
+    with open(tsv) as f:
+        return float(next(csv.DictReader(f, delimiter="\t"))["s"])
+
+
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _run_shares(metrics: dict) -> dict[str, float]:
+    """A run's in-process seconds: set-up (data, model, writing results), training, evaluation."""
+    s = metrics.get("seconds", {})
+    return {"set-up": s.get("setup", 0.0) + s.get("write", 0.0),
+            "training": s.get("train", 0.0), "evaluation": s.get("evaluate", 0.0)}  # fmt: skip
+
+
+def job_table(root: Path) -> list[dict]:
+    """One row per benchmarked job: rule, name, paper, wall seconds and, for training and
+    adaptation jobs, the in-process seconds by share (process start = the rest)."""
+    rows = []
+    for tsv in sorted(Path(root, "benchmarks").rglob("*.tsv")):
+        rule = tsv.relative_to(Path(root, "benchmarks")).parts[0]
+        name, wall = tsv.stem, _seconds(tsv)
+        row = {"rule": rule, "name": name, "paper": SHARED, "seconds": wall}
+        if rule == "train":
+            record = _json(Path(root, "runs", f"{name}.json"))
+            runs = [Path(root, "runs", r["run"]) for r in record.get("runs", [])]
+            configs = [_json(run / "config.json") for run in runs]
+            row["paper"] = next((c["paper"] for c in configs if "paper" in c), SHARED)
+            row["runs"] = len(runs)
+            _add_shares(row, [_json(run / "metrics.json") for run in runs], wall)
+        elif rule == "adapt":
+            config = _json(Path(root, "adapt", name, "config.json"))
+            run = _json(Path(root, "runs", str(config.get("run")), "config.json"))
+            row["paper"] = run.get("paper", SHARED)
+            _add_shares(row, [_json(Path(root, "adapt", name, "metrics.json"))], wall)
+        elif rule == "items":  # benchmarks/items/<paper>/<item>.tsv
+            row["paper"] = tsv.parent.name
+        elif rule == "claims":  # benchmarks/claims/<paper>.tsv
+            row["paper"] = name
+        rows.append(row)
+    return rows
+
+
+def _add_shares(row: dict, metrics: list[dict], wall: float) -> None:
+    inside = 0.0
+    for m in metrics:
+        for k, v in _run_shares(m).items():
+            row[k] = row.get(k, 0.0) + v
+        inside += m.get("wall_seconds", 0.0)
+    row["process start"] = max(wall - inside, 0.0)
+
+
+SHARES = ("process start", "set-up", "training", "evaluation")
+
+
+def budget(root: Path, cores: int, limits: dict, timed: dict | None) -> dict:
+    """Per paper (and the shared work): jobs, runs, job seconds by kind and share, the
+    estimated wall minutes on ``cores`` and whether it is within ``limits``
+    (``{"paper_minutes", "total_minutes"}``); the timed run's wall and Snakemake CPU."""
+    rows = job_table(root)
+    papers: dict[str, dict] = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        p = papers[r["paper"]]
+        p["jobs"] += 1
+        p["runs"] += r.get("runs", 0)
+        p["seconds"] += r["seconds"]
+        kind = r["rule"] if r["rule"] in ("train", "adapt") else "other jobs"
+        p[f"{kind} seconds"] += r["seconds"]
+        for share in SHARES:
+            p[share] += r.get(share, 0.0)
+    job_seconds = sum(p["seconds"] for p in papers.values())
+    ideal = job_seconds / max(cores, 1)
+    wall = timed["wall_seconds"] if timed else ideal
+    scale = wall / ideal if ideal else 1.0
+    out = {"cores": cores, "limits": limits, "timed": timed, "job_seconds": job_seconds,
+           "wall_seconds": wall, "papers": {}}  # fmt: skip
+    for name, p in sorted(papers.items()):
+        minutes = p["seconds"] / max(cores, 1) * scale / 60
+        within = None if name == SHARED else minutes <= limits["paper_minutes"]
+        out["papers"][name] = {**p, "minutes": minutes, "within": within}
+    out["minutes"] = wall / 60
+    out["within"] = out["minutes"] <= limits["total_minutes"]
+    if timed and timed.get("cpu_seconds") is not None:
+        out["snakemake_share"] = timed["cpu_seconds"] / (wall * max(cores, 1))
+    return out
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f}"
+
+
+def write_budget(out: Path, result: dict) -> list[Path]:
+    """``budget.md`` and ``budget.html``: a row per paper (and the shared work), where each
+    stands against its limit, and the whole run against its own."""
+    limits, cores = result["limits"], result["cores"]
+    rows = []
+    for name, p in result["papers"].items():
+        verdict = "" if p["within"] is None else ("meets" if p["within"] else "misses")
+        limit = "" if p["within"] is None else f" ({verdict} ≤ {limits['paper_minutes']})"
+        split = " / ".join(_minutes(p.get(s, 0.0)) for s in SHARES)
+        rows.append({"paper": name, "jobs": int(p["jobs"]), "runs": int(p["runs"]),
+                     "train / adapt / other job min": " / ".join(
+                         _minutes(p.get(f"{k} seconds", 0.0))
+                         for k in ("train", "adapt", "other jobs")),
+                     "start / set-up / training / evaluation min": split,
+                     f"wall min on {cores} cores": f"{p['minutes']:.1f}{limit}"})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    timed = result.get("timed")
+    verdict = "meets" if result["within"] else "misses"
+    total = limits["total_minutes"]
+    whole = f"The run: {result['minutes']:.1f} min of wall time ({verdict} ≤ {total} min)"
+    if timed is None:
+        whole += ", estimated as job seconds over the cores (no timed run: not run by Snakemake)"
+    elif "snakemake_share" in result:
+        whole += (f"; the Snakemake process used {timed['cpu_seconds'] / 60:.1f} CPU min, "
+                  f"{result['snakemake_share']:.1%} of the {cores} cores")  # fmt: skip
+    text = (
+        "The embedded default's time per paper on this machine, from the jobs' own records "
+        "(Snakemake benchmark files, training records, each run's metrics.json `seconds`). "
+        "Job minutes by kind; in training and adaptation jobs, the minutes of process start "
+        "(the job's wall time outside the Python job), set-up (data, model, writing results), "
+        "training rounds and evaluation. A paper's wall time is its share of the timed run "
+        "(its job seconds over the cores, scaled so that every row adds up to the run). "
+        "Shared: data, partitions, pretrained backbones, probes, benchmarks."
+    )
+    md = [
+        "# Time budget of the embedded default",
+        "",
+        text,
+        "",
+        whole + ".",
+        "",
+        md_table(frame),
+        "",
+    ]
+    page = ["<h1>Time budget of the embedded default</h1>", f"<p>{html.escape(text)}</p>",
+            f"<p>{html.escape(whole)}.</p>", frame.to_html(index=False, border=0)]  # fmt: skip
+    out = Path(out)
+    return [
+        write_text(out.with_suffix(".md"), "\n".join(md)),
+        write_text(out.with_suffix(".html"), "\n".join(page)),
+    ]

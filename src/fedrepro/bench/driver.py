@@ -1,0 +1,32 @@
+"""The Snakemake process as the jobs see it: its pid and start, for the bench budget's timed
+run. Standard library only (the workflow imports it when it starts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+ENV = "FEDREPRO_DRIVER"
+
+
+def mark_driver() -> None:
+    """Name the calling process (the Snakemake driver) and its start to the jobs it starts."""
+    os.environ[ENV] = json.dumps({"pid": os.getpid(), "started": time.time()})
+
+
+def driver() -> dict | None:
+    """The driver of this job: wall seconds since it started and its CPU seconds (Linux
+    /proc; None elsewhere), or None outside a workflow run."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return None
+    info = json.loads(spec)
+    out = {"wall_seconds": time.time() - float(info["started"]), "cpu_seconds": None}
+    try:
+        fields = Path(f"/proc/{int(info['pid'])}/stat").read_text().rsplit(")", 1)[1].split()
+        out["cpu_seconds"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    return out

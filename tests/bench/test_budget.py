@@ -1,0 +1,86 @@
+"""The embedded default's time budget per paper, from the jobs' records (bench budget)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fedrepro.bench.budget import budget, write_budget
+from fedrepro.bench.driver import ENV, driver, mark_driver
+
+HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _bench(root: Path, rel: str, seconds: float) -> None:
+    path = root / "benchmarks" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + f"{seconds}\t0:00:01\t1\t1\t1\t1\t0\t0\t0\t{seconds}\n")
+
+
+def _json(path: Path, doc: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def _run(root: Path, rid: str, paper: str, wall: float) -> None:
+    _json(root / "runs" / rid / "config.json", {"paper": paper})
+    seconds = {"setup": 0.5, "train": wall - 2.0, "evaluate": 1.0, "write": 0.5}
+    _json(root / "runs" / rid / "metrics.json", {"wall_seconds": wall, "seconds": seconds})
+
+
+def _default(root: Path) -> None:
+    """Paper `a`: a job of two runs (10 s each, 22 s wall) and an adaptation; paper `b`: a
+    job of one run and a table; shared: a dataset."""
+    for rid in ("ja-s0", "ja-s1"):
+        _run(root, rid, "a", 10.0)
+    _json(root / "runs" / "ja.json", {"runs": [{"run": "ja-s0"}, {"run": "ja-s1"}]})
+    _bench(root, "train/ja.tsv", 22.0)
+    _run(root, "jb-s0", "b", 30.0)
+    _json(root / "runs" / "jb.json", {"runs": [{"run": "jb-s0"}]})
+    _bench(root, "train/jb.tsv", 31.0)
+    _json(root / "adapt" / "tent-ja-s0-1" / "config.json", {"run": "ja-s0"})
+    seconds = {"setup": 1.0, "train": 1.0, "evaluate": 1.0}
+    _json(
+        root / "adapt" / "tent-ja-s0-1" / "metrics.json", {"wall_seconds": 3.0, "seconds": seconds}
+    )
+    _bench(root, "adapt/tent-ja-s0-1.tsv", 4.0)
+    _bench(root, "items/b/table1.tsv", 2.0)
+    _bench(root, "claims/a.tsv", 1.0)
+    _bench(root, "data/cifar10.tsv", 6.0)
+
+
+def test_each_job_counts_for_its_paper_and_the_papers_add_up_to_the_timed_run(tmp_path):
+    _default(tmp_path)
+    limits = {"paper_minutes": 0.25, "total_minutes": 1.0}
+    out = budget(tmp_path, 2, limits, {"wall_seconds": 60.0, "cpu_seconds": 12.0})
+    a, b, shared = (out["papers"][k] for k in ("a", "b", "shared"))
+    assert (a["jobs"], a["runs"], b["jobs"], b["runs"], shared["jobs"]) == (3, 2, 2, 1, 1)
+    assert a["seconds"] == 22 + 4 + 1 and b["seconds"] == 31 + 2 and shared["seconds"] == 6
+    assert a["process start"] == (22 - 20) + (4 - 3) and b["process start"] == 1
+    assert a["evaluation"] == 3.0 and a["set-up"] == 2 * 1.0 + 1.0
+    # job seconds 66 over 2 cores is 33 s; the timed run took 60 s: every row scales by 60/33
+    total = sum(p["minutes"] for p in out["papers"].values())
+    assert abs(total - 1.0) < 1e-9 and abs(a["minutes"] - 27 / 66) < 1e-9
+    assert a["within"] is False and b["within"] is False and shared["within"] is None
+    assert out["within"] and abs(out["snakemake_share"] - 12 / 120) < 1e-9
+    md, page = write_budget(tmp_path / "budget.json", out)
+    text = md.read_text()
+    assert "misses ≤ 0.25" in text and "meets ≤ 1.0 min" in text and "10.0% of the 2 cores" in text
+    assert "<table" in page.read_text()
+
+
+def test_without_a_timed_run_the_wall_time_is_the_job_seconds_over_the_cores(tmp_path):
+    _default(tmp_path)
+    out = budget(tmp_path, 2, {"paper_minutes": 6, "total_minutes": 25}, None)
+    assert out["wall_seconds"] == 33.0 and out["papers"]["a"]["within"]
+    md, _ = write_budget(tmp_path / "budget.json", out)
+    assert "no timed run" in md.read_text()
+
+
+def test_the_driver_is_the_process_that_marked_itself(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    assert driver() is None
+    mark_driver()
+    sum(i * i for i in range(300_000))  # some CPU time of this process
+    seen = driver()
+    assert 0 <= seen["wall_seconds"] < 60 and seen["cpu_seconds"] > 0
