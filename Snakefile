@@ -33,12 +33,14 @@ onerror:
 
 
 # `snakemake bench` is its own target; at mini scale `all` includes it (the report's
-# benchmark page), at paper scale it stays out of the cluster run.
+# benchmark page) and the default's time budget (`bench_budget`, after every other job), at
+# paper scale both stay out of the cluster run.
 rule all:
     default_target: True
     input:
         default_outputs(),
         rules.bench.input if SCALE == "mini" else [],
+        rules.bench_budget.output if SCALE == "mini" else [],
     localrule: True
 
 
