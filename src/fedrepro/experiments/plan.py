@@ -269,9 +269,9 @@ def _claim_metrics(plan: Plan) -> dict[str, set[str]]:
             if not isinstance(raw, dict) or not raw.get("metric"):
                 continue
             named = {raw.get("item")}
-            for key in ("left", "right", "select", "among"):
-                value = (raw.get(key) or {}).get("item") if isinstance(raw.get(key), dict) else None
-                named |= set(value if isinstance(value, list) else [value])
+            for key in ("left", "right", "select", "among"):  # selections may name items
+                chosen = raw[key].get("item") if isinstance(raw.get(key), dict) else None
+                named.update(chosen if isinstance(chosen, list) else [chosen])
             items = [i for i in plan.papers[paper] if i in named] or plan.papers[paper]
             for item in items:
                 out.setdefault(f"{paper}/{item}", set()).add(str(raw["metric"]))
@@ -301,13 +301,13 @@ def _evaluate_where_read(plan: Plan) -> None:
         plan.adapts[renamed[aid]] = {**adapt, "run": rid}
     for manifest in plan.items.values():
         manifest["runs"] = [
-            _with_files(
-                plan,
-                {**e, "id": renamed[e["id"]]} | ({"run": renamed[e["run"]]} if "run" in e else {}),
-                list(e["files"]),
-            )
-            for e in manifest["runs"]
+            _with_files(plan, _renamed(e, renamed), e["files"]) for e in manifest["runs"]
         ]
+
+
+def _renamed(entry: dict, renamed: dict[str, str]) -> dict:
+    """An item's run entry with its (and its trained run's) new id."""
+    return {**entry, **{k: renamed[entry[k]] for k in ("id", "run") if k in entry}}
 
 
 def _with_files(plan: Plan, entry: dict, reads) -> dict:

@@ -79,8 +79,8 @@ def train_epochs(
     budget = train.get("local_steps")
     can_step = len(idx) >= (bs if drop_last else 2)  # else a step budget would never be met
     # a sample's input fixed by its index: a frozen query is computed once per image
-    cache = transform is None and views == 1 and not data.augments
-    cache = cache and bool(train.get("cache_query", True))
+    fixed = transform is None and views == 1 and not data.augments
+    cache = fixed and bool(train.get("cache_query", True))
     passes = 0
     while (steps < budget and can_step) if budget is not None else passes < epochs:
         passes += 1

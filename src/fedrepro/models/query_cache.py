@@ -25,7 +25,8 @@ from torch import nn
 
 
 class QueryCache:
-    """Per split (held by identity) a table of query rows and which of them are filled; ``key``
+    """Per split (keyed by identity, the split held) a table of query rows and which of them
+    are filled; ``key``
     names the current batch (the split and its indices) while ``inputs_of`` is open."""
 
     def __init__(self) -> None:
@@ -45,10 +46,10 @@ def frozen_query(query: nn.Module, cache: QueryCache, x: torch.Tensor) -> torch.
             cache.computed += len(x)
             return query.forward_features(x)[:, 0]
         split, idx = cache.key
-        _, table, filled = cache.tables.get(id(split), (None, None, None))
-        if filled is None or cache.tables[id(split)][0] is not split:
-            size = len(split.labels)
-            filled = torch.zeros(size, dtype=torch.bool, device=idx.device)
+        # the entry holds its split, so no other object can take that id while it lives
+        _, table, filled = cache.tables.get(id(split), (split, None, None))
+        if filled is None:
+            filled = torch.zeros(len(split.labels), dtype=torch.bool, device=idx.device)
         missing = ~filled[idx]
         if bool(missing.all()):
             rows = query.forward_features(x)[:, 0]
