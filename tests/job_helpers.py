@@ -57,11 +57,14 @@ def train_cmd(tmp: Path, *outs: Path, configs: list[dict] | None = None) -> list
             f"{outs[0]}.json", "--device", "cpu"]  # fmt: skip
 
 
-def adapt_cmd(tmp: Path, run: Path, out: Path, adapt: dict) -> list[str]:
-    """The command the workflow's adapt rule runs: ``adapt`` on the trained run ``run``."""
-    return [sys.executable, str(REPO / "workflow/scripts/adapt.py"), "--adapt-json",
-            json.dumps(adapt), "--run-dir", str(run), "--data-dir", str(tmp / "data"),
-            "--partition", str(tmp / "part.json"), "--out-dir", str(out),
+def adapt_cmd(tmp: Path, run: Path, out: Path, adapt: dict, *more: tuple[Path, Path]) -> list[str]:
+    """The command the workflow's adapt rule runs: ``adapt`` on the trained run ``run`` into
+    ``out`` (and on each further ``(run, out)`` of ``more``), the record beside the first
+    (``<out>.json``)."""
+    members = [{"adapt": adapt, "run_dir": str(r), "partition": str(tmp / "part.json"),
+                "out_dir": str(o)} for r, o in ((run, out), *more)]  # fmt: skip
+    return [sys.executable, str(REPO / "workflow/scripts/adapt.py"), "--adapts-json",
+            json.dumps(members), "--data-dir", str(tmp / "data"), "--record", f"{out}.json",
             "--device", "cpu"]  # fmt: skip
 
 

@@ -43,7 +43,8 @@ def _default(root: Path) -> None:
     _json(
         root / "adapt" / "tent-ja-s0-1" / "metrics.json", {"wall_seconds": 3.0, "seconds": seconds}
     )
-    _bench(root, "adapt/tent-ja-s0-1.tsv", 4.0)
+    _json(root / "adapt" / "tent-ja-1.json", {"runs": [{"run": "tent-ja-s0-1"}]})
+    _bench(root, "adapt/tent-ja-1.tsv", 4.0)
     _bench(root, "items/b/table1.tsv", 2.0)
     _bench(root, "claims/a.tsv", 1.0)
     _bench(root, "data/cifar10.tsv", 6.0)

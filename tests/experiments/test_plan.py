@@ -132,10 +132,31 @@ def test_fedpce_replicates_are_the_folds_of_one_partition(fedpce_plan):
 
 def test_fedpce_client_training_adapts_each_collaborative_run(fedpce_plan):
     adapted = {a["run"] for a in fedpce_plan.adapts.values()}
-    assert adapted == set(fedpce_plan.runs)  # one client-training job per collaborative run
+    assert adapted == set(fedpce_plan.runs)  # one client-training adaptation per run
     assert {a["adapt"]["method"] for a in fedpce_plan.adapts.values()} == {"client_train"}
-    aid = next(iter(fedpce_plan.adapts))
-    assert fedpce_plan.resources("adapt", aid)["runtime"] == 10  # 5 rounds: the floor
+    job = fedpce_plan.adapt_job_of[next(iter(fedpce_plan.adapts))]
+    members = len(fedpce_plan.adapt_jobs[job])  # a job's adaptations run in turn
+    assert members > 1 and fedpce_plan.resources("adapt", job)["runtime"] == 10 * members
+
+
+def test_an_adaptation_job_adapts_the_runs_of_one_training_job_alike(plan):
+    """With runs_per_job: seeds, the same adaptation of each seed of a configuration is one
+    job whose record items name (``built_by``); with ``one``, every adaptation is its own."""
+    for members in plan.adapt_jobs.values():
+        entries = [plan.adapts[a] for a in members]
+        assert len({plan.job_of[e["run"]] for e in entries}) == 1
+        assert all(e["adapt"] == entries[0]["adapt"] for e in entries)
+        assert [plan.runs[e["run"]]["seed"] for e in entries] == sorted(
+            plan.runs[e["run"]]["seed"] for e in entries
+        )
+    assert sum(map(len, plan.adapt_jobs.values())) == len(plan.adapts) > len(plan.adapt_jobs)
+    ft = next(r for r in plan.items["baselines/finetune"]["runs"] if r["stage"] == "adapt")
+    assert ft["built_by"] == f"results/mini/adapt/{plan.adapt_job_of[ft['id']]}.json"
+    alone = build_plan(
+        {**CONFIG, "papers": ["adapters", "fedins", "baselines"], "runs_per_job": "one"}, REPO
+    )
+    assert all(members == [job] for job, members in alone.adapt_jobs.items())
+    assert set(alone.adapts) == set(alone.adapt_jobs)
 
 
 def test_a_fold_outside_the_folds_is_refused(tmp_path):

@@ -3,6 +3,7 @@ to one algorithm's hyperparameter retrains only that algorithm's runs."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import yaml
@@ -82,8 +83,11 @@ def test_fedavg_ft_table_builds_and_an_adapt_option_reruns_only_adaptation(tmp_p
     assert res.returncode == 0, res.stderr[-3000:]
     table = (wf / "results/mini/tables/baselines/finetune.csv").read_text()
     assert "FedAvg-FT" in table and "FT gain" in table
-    adapt_dirs = list((wf / "results/mini/adapt").glob("finetune-fedavg-*"))
+    adapted = wf / "results/mini/adapt"
+    adapt_dirs = [p for p in adapted.glob("finetune-fedavg-*") if p.is_dir()]
     assert len(adapt_dirs) == 1 and (adapt_dirs[0] / "metrics.json").exists()
+    record = json.loads(next(adapted.glob("finetune-fedavg-*.json")).read_text())
+    assert [r["run"] for r in record["runs"]] == [adapt_dirs[0].name]  # the job's record
 
     mini["axes"]["method"]["FedAvg-FT"]["adapt"]["epochs"] = 3  # an adaptation option
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))

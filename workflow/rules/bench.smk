@@ -1,5 +1,7 @@
 # `snakemake bench`: speed, memory, scaling and paper cost, measured on this machine.
-# Each job takes every core, so nothing else runs beside a measurement.
+# A timed engine job takes every core, so nothing else runs beside it; its priority starts
+# it while every core is free (first, in the default), not after the last training job,
+# where it would leave cores idle. The DAG build is one Python process, as Snakemake's own.
 rule bench_workload:
     output:
         f"{B}/workloads/{{workload}}.json",
@@ -7,6 +9,7 @@ rule bench_workload:
         f"{B}/logs/{{workload}}.log",
     wildcard_constraints:
         workload="|".join(BENCH["workloads"]),
+    priority: 10
     conda:
         ENV
     threads: lambda wildcards: workflow.cores
@@ -25,6 +28,7 @@ rule bench_clients:
         f"{B}/clients.json",
     log:
         f"{B}/logs/clients.log",
+    priority: 10
     conda:
         ENV
     threads: lambda wildcards: workflow.cores
@@ -43,7 +47,7 @@ rule bench_dag:
         f"{B}/logs/dag.log",
     conda:
         ENV
-    threads: lambda wildcards: workflow.cores
+    threads: 1
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["dag"]),
@@ -51,9 +55,10 @@ rule bench_dag:
         "python {params.script} dag --spec-json {params.spec:q}" " --out {output} > {log} 2>&1"
 
 
+# counted FLOPs at a GPU workload's measured rate: waits for the GPU-shape workloads only
 rule bench_cost:
     input:
-        [f"{B}/workloads/{w}.json" for w in BENCH["engine"]],
+        [f"{B}/workloads/{w}.json" for w in gpu_workloads()],
     output:
         f"{B}/cost.json",
     log:

@@ -57,7 +57,8 @@ wildcard_constraints:
     structure=r"[A-Za-z0-9_.\-]+",
     pid=r"[A-Za-z0-9_.\-]+",
     backbone=r"[A-Za-z0-9_.\-]+",
-    paper=r"[a-z0-9_]+",
+    # the planned papers only: the probe table (tables/backbones/probe.*) has its own rule
+    paper="|".join(sorted(PLAN.papers)) or r"[a-z0-9_]+",
     item=r"[A-Za-z0-9_]+",
 
 
@@ -121,12 +122,16 @@ def run_inputs(run):
     return files
 
 
-def train_inputs(wildcards):
-    """The inputs of every run of the job (its seeds share data and backbone; each has its
+def runs_inputs(rids):
+    """The inputs of runs ``rids`` (the seeds of a job share data and backbone; each has its
     own partition unless the config fixes the partition's seed)."""
-    files = [run_inputs(PLAN.runs[rid]) for rid in PLAN.train_jobs[wildcards.batch]]
+    files = [run_inputs(PLAN.runs[rid]) for rid in rids]
     merged = {k: v for f in files for k, v in f.items() if k != "partition"}
     return merged | {"partition": sorted({f["partition"] for f in files})}
+
+
+def train_inputs(wildcards):
+    return runs_inputs(PLAN.train_jobs[wildcards.batch])
 
 
 def train_runs(wildcards):
@@ -144,14 +149,27 @@ def train_runs(wildcards):
 
 
 def adapt_inputs(wildcards):
-    """The trained run's inputs plus its training job's record (the run's saved state is the
-    adaptation's starting point)."""
-    rid = PLAN.adapts[wildcards.adapt]["run"]
-    files = run_inputs(PLAN.runs[rid]) | shift_inputs(
-        PLAN.adapts[wildcards.adapt]["adapt"].get("shift")
+    """The inputs of the adapted runs plus their training job's record (a run's saved state
+    is its adaptation's starting point)."""
+    members = [PLAN.adapts[aid] for aid in PLAN.adapt_jobs[wildcards.adapt]]
+    files = runs_inputs([a["run"] for a in members])
+    files |= shift_inputs(members[0]["adapt"].get("shift"))  # one adaptation a job
+    return files | {"trained": sorted({PLAN.trained(a["run"]) for a in members})}
+
+
+def adapt_runs(wildcards):
+    """The job's adaptations as the adapt script takes them."""
+    return json.dumps(
+        [
+            {
+                "adapt": PLAN.adapts[aid]["adapt"],
+                "run_dir": f"{R}/runs/{PLAN.adapts[aid]['run']}",
+                "partition": partition_file(PLAN.runs[PLAN.adapts[aid]["run"]]),
+                "out_dir": f"{R}/adapt/{aid}",
+            }
+            for aid in PLAN.adapt_jobs[wildcards.adapt]
+        ]
     )
-    files["trained"] = PLAN.trained(rid)
-    return files
 
 
 def backbone_arg(wildcards, input):
@@ -259,6 +277,11 @@ def bench_spec(wildcards):
 
 def bench_gpus(wildcards):
     return int(BENCH["workloads"][wildcards.workload].get("device") == "cuda")
+
+
+def gpu_workloads():
+    """The engine workloads of paper shape (run on a GPU, skipped without one)."""
+    return [w for w in BENCH["engine"] if BENCH["workloads"][w].get("device") == "cuda"]
 
 
 def bench_page_inputs():

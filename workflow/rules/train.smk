@@ -30,13 +30,13 @@ rule train:
         " > {log} 2>&1"
 
 
+# An adaptation job adapts the runs of one training job alike (PLAN.adapt_jobs[adapt]), each
+# into its own adapt/<id>/ directory, then writes its record adapt/<adapt>.json.
 rule adapt:
     input:
         unpack(adapt_inputs),
     output:
-        config=f"{R}/adapt/{{adapt}}/config.json",
-        metrics=f"{R}/adapt/{{adapt}}/metrics.json",
-        history=f"{R}/adapt/{{adapt}}/history.csv",
+        f"{R}/adapt/{{adapt}}.json",
     log:
         f"{R}/logs/adapt/{{adapt}}.log",
     benchmark:
@@ -49,15 +49,13 @@ rule adapt:
         gpu=config["gpus_per_train"],
     params:
         command=job_command("adapt.py"),
-        spec=lambda wildcards: json.dumps(PLAN.adapts[wildcards.adapt]["adapt"]),
-        run_dir=lambda wildcards: f"{R}/runs/{PLAN.adapts[wildcards.adapt]['run']}",
+        adapts=adapt_runs,
         backbone=backbone_arg,
         device=DEVICE,
     shell:
-        "{params.command} --adapt-json {params.spec:q} --run-dir {params.run_dir}"
-        " --data-dir $(dirname {input.train}) --partition {input.partition}"
-        " --out-dir $(dirname {output.metrics}) {params.backbone}"
-        " --device {params.device} --threads {threads} > {log} 2>&1"
+        "{params.command} --adapts-json {params.adapts:q} --data-dir $(dirname {input.train})"
+        " --record {output} {params.backbone} --device {params.device} --threads {threads}"
+        " > {log} 2>&1"
 
 
 rule structure:

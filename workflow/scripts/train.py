@@ -7,7 +7,7 @@ from pathlib import Path
 from fedrepro.jobs.cli import job_files, job_parser
 from fedrepro.jobs.train import train_runs
 
-p = job_parser(__doc__, one_run=False)
+p = job_parser(__doc__)
 p.add_argument("--runs-json", required=True, help="[{config, partition, out_dir}] (JSON text)")
 p.add_argument("--record", type=Path, default=None, help="the job's record, written last")
 a = p.parse_args()

@@ -1,9 +1,9 @@
 """The embedded default's time per paper on this machine (``snakemake bench``, mini scale).
 
 From the jobs' own records: every job of the default writes a Snakemake benchmark file
-(``results/<scale>/benchmarks/<rule>/<name>.tsv``: the job's wall seconds); a training job
-also writes its record (its runs, its in-process seconds) and each run its metrics
-(``seconds``: set-up, training, evaluation, writing). A job's paper is its runs' paper
+(``results/<scale>/benchmarks/<rule>/<name>.tsv``: the job's wall seconds); a training or
+adaptation job also writes its record (its members, its in-process seconds) and each member
+its metrics (``seconds``: set-up, training, evaluation, writing). A job's paper is its runs' paper
 (training; an adaptation: its trained run's), or its item's (tables, figures, claims); data,
 partitions, backbones and probes are shared. The timed run is the Snakemake process that
 runs this job: its wall time since it started and its own CPU time (``bench.driver``).
@@ -26,7 +26,7 @@ from fedrepro.bench.summary import md_table
 from fedrepro.report.output import write_text
 
 SHARED = "shared"
-STAGES = ("runs", "adapt")
+STAGE_DIRS = {"train": "runs", "adapt": "adapt"}  # where a job of the stage writes
 
 
 def _seconds(tsv: Path) -> float:
@@ -56,18 +56,18 @@ def job_table(root: Path) -> list[dict]:
         rule = tsv.relative_to(Path(root, "benchmarks")).parts[0]
         name, wall = tsv.stem, _seconds(tsv)
         row = {"rule": rule, "name": name, "paper": SHARED, "seconds": wall}
-        if rule == "train":
-            record = _json(Path(root, "runs", f"{name}.json"))
-            runs = [Path(root, "runs", r["run"]) for r in record.get("runs", [])]
-            configs = [_json(run / "config.json") for run in runs]
+        if rule in STAGE_DIRS:  # the job's record names its members' directories
+            stage = STAGE_DIRS[rule]
+            record = _json(Path(root, stage, f"{name}.json"))
+            members = [Path(root, stage, r["run"]) for r in record.get("runs", [])]
+            configs = [_json(m / "config.json") for m in members]
+            if rule == "adapt":  # an adaptation's paper is its trained run's
+                configs = [_json(Path(root, "runs", str(c.get("run")), "config.json"))
+                           for c in configs]  # fmt: skip
             row["paper"] = next((c["paper"] for c in configs if "paper" in c), SHARED)
-            row["runs"] = len(runs)
-            _add_shares(row, [_json(run / "metrics.json") for run in runs], wall)
-        elif rule == "adapt":
-            config = _json(Path(root, "adapt", name, "config.json"))
-            run = _json(Path(root, "runs", str(config.get("run")), "config.json"))
-            row["paper"] = run.get("paper", SHARED)
-            _add_shares(row, [_json(Path(root, "adapt", name, "metrics.json"))], wall)
+            if rule == "train":
+                row["runs"] = len(members)
+            _add_shares(row, [_json(m / "metrics.json") for m in members], wall)
         elif rule == "items":  # benchmarks/items/<paper>/<item>.tsv
             row["paper"] = tsv.parent.name
         elif rule == "claims":  # benchmarks/claims/<paper>.tsv

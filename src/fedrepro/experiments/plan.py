@@ -6,7 +6,7 @@ prefix plus a hash of what determines its output:
 - ``runs`` (train): the fully resolved run config. Same config ⇒ same id ⇒ the run is
   trained once, whichever tables need it.
 - ``adapts`` (adapt): the trained run's id plus the adaptation block, so changing an
-  adaptation option reruns only the adaptation (and what reads it).
+  adaptation option reruns only the adaptation's job (and what reads it), not training.
 - ``structures`` (structure): the architecture spec that is counted.
 
 An item manifest names the exact result file of each stage it reads (``files`` of each
@@ -82,6 +82,9 @@ class Plan:
     job_of: dict[str, str] = field(default_factory=dict)  # run id -> its training job
     runs_per_job: str = "seeds"
     adapts: dict[str, dict] = field(default_factory=dict)  # id -> {run, adapt}
+    # adaptation jobs: the same adaptation of the runs of one training job, in turn
+    adapt_jobs: dict[str, list[str]] = field(default_factory=dict)
+    adapt_job_of: dict[str, str] = field(default_factory=dict)  # adaptation -> its job
     structures: dict[str, dict] = field(default_factory=dict)  # id -> spec
     partitions: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, dict] = field(default_factory=dict)
@@ -106,9 +109,26 @@ class Plan:
             members.sort(key=lambda r: self.runs[r]["seed"])
         return rid
 
+    def add_adapt(self, rid: str, adapt: dict) -> str:
+        """Register adaptation ``adapt`` of run ``rid`` in its job: the same adaptation of
+        every run of ``rid``'s training job (that job's id in place of the run's)."""
+        aid = adapt_id(rid, adapt)
+        if aid not in self.adapts:
+            self.adapts[aid] = {"run": rid, "adapt": adapt}
+            job = adapt_id(self.job_of[rid], adapt)  # = aid where a run is its own job
+            self.adapt_job_of[aid] = job
+            members = self.adapt_jobs.setdefault(job, [])
+            members.append(aid)
+            members.sort(key=lambda a: self.runs[self.adapts[a]["run"]]["seed"])
+        return aid
+
     def trained(self, rid: str) -> str:
         """The file whose existence says run ``rid`` is trained: its training job's record."""
         return self.path(f"runs/{self.job_of[rid]}.json")
+
+    def adapted(self, aid: str) -> str:
+        """The file whose existence says adaptation ``aid`` is done: its job's record."""
+        return self.path(f"adapt/{self.adapt_job_of[aid]}.json")
 
     def resources(self, stage: str, key: str | None = None, attempt: int = 1) -> dict:
         """``mem_mb`` and ``runtime`` of a job of ``stage`` (its training job or adapt id as
@@ -120,8 +140,11 @@ class Plan:
             return {"mem_mb": max(r["mem_mb"] for r in each) * attempt,
                     "runtime": sum(r["runtime"] for r in each) * attempt}  # fmt: skip
         if stage == "adapt":  # one local epoch (finetune) or step budget (client_train) a round
-            adapt = self.adapts[key]["adapt"]
+            adapt = self.adapts[self.adapt_jobs[key][0]]["adapt"]  # one adaptation a job
             run = {"train": {"rounds": adapt.get("epochs", adapt.get("rounds", 1))}}
+            each = job_resources(self.scale_cfg, stage, run)
+            return {"mem_mb": each["mem_mb"] * attempt,
+                    "runtime": each["runtime"] * len(self.adapt_jobs[key]) * attempt}  # fmt: skip
         return {k: v * attempt for k, v in job_resources(self.scale_cfg, stage, run).items()}
 
 
@@ -193,9 +216,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 rid = plan.add_run(run)
                 entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed}}
                 if adapt is not None:
-                    aid = adapt_id(rid, adapt)
-                    plan.adapts.setdefault(aid, {"run": rid, "adapt": adapt})
-                    entry.update(id=aid, stage="adapt", run=rid)
+                    entry.update(id=plan.add_adapt(rid, adapt), stage="adapt", run=rid)
                 grid_runs[gname].append(entry)
     plan.papers[paper] = []
     for item, spec in doc["items"].items():
@@ -294,11 +315,9 @@ def _evaluate_where_read(plan: Plan) -> None:
         if rid not in per_round and int(run.get("eval_every", 1)) != rounds:
             run = {**run, "eval_every": rounds}
         renamed[rid] = plan.add_run(run)
-    adapts, plan.adapts = plan.adapts, {}
+    adapts, plan.adapts, plan.adapt_jobs, plan.adapt_job_of = plan.adapts, {}, {}, {}
     for aid, adapt in adapts.items():
-        rid = renamed[adapt["run"]]
-        renamed[aid] = adapt_id(rid, adapt["adapt"])
-        plan.adapts[renamed[aid]] = {**adapt, "run": rid}
+        renamed[aid] = plan.add_adapt(renamed[adapt["run"]], adapt["adapt"])
     for manifest in plan.items.values():
         manifest["runs"] = [
             _with_files(plan, _renamed(e, renamed), e["files"]) for e in manifest["runs"]
@@ -311,11 +330,12 @@ def _renamed(entry: dict, renamed: dict[str, str]) -> dict:
 
 
 def _with_files(plan: Plan, entry: dict, reads) -> dict:
-    """An item's run entry with the paths of the result files it reads (``files``) and, for a
-    trained run, the record of the job that writes them (``built_by``)."""
+    """An item's run entry with the paths of the result files it reads (``files``) and the
+    record of the job that writes them (``built_by``)."""
     stage, rid = entry["stage"], entry["id"]
     files = {f: plan.path(STAGE_FILES[stage][f].format(id=rid)) for f in reads}
-    built = {"built_by": plan.trained(rid)} if stage == "train" and files else {}
+    record = plan.trained(rid) if stage == "train" else plan.adapted(rid)
+    built = {"built_by": record} if files else {}
     return {**{k: v for k, v in entry.items() if k != "built_by"}, "files": files, **built}
 
 

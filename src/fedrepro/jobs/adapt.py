@@ -1,9 +1,11 @@
-"""One adaptation job: a finished training run's state in, the adapted clients' results out.
+"""Adaptation jobs: a finished training run's state in, the adapted clients' results out.
 
-The job reads the run's ``config.json`` and ``state.safetensors`` and writes only into its
-own directory (``results/<scale>/adapt/<id>/``): ``config.json`` (the run, the resolved
+An adaptation reads the run's ``config.json`` and ``state.safetensors`` and writes only into
+its own directory (``results/<scale>/adapt/<id>/``): ``config.json`` (the run, the resolved
 adaptation and the engine config it ran), ``metrics.json`` and ``history.csv`` in the
-training run's format, so items read either stage alike.
+training run's format, so items read either stage alike. A job (``adapt_runs``) adapts one
+or several runs (the seeds of one configuration, the same adaptation) in turn, as a training
+job trains its runs, and writes its record last.
 """
 
 from __future__ import annotations
@@ -16,8 +18,40 @@ from safetensors.torch import load_file
 
 from fedrepro.atomic import write_json
 from fedrepro.fl.tensors import put
-from fedrepro.jobs.train import Job, load_job, write_results
+from fedrepro.jobs.train import Job, discard, in_turn, load_job, write_results
 from fedrepro.tta import adapt_method
+
+ADAPT_FILES = ("metrics.json", "history.csv")
+
+
+def adapt_runs(
+    adapts: list[dict], data_dir: Path, record: Path | None = None, log=print, **where
+) -> list[dict]:
+    """Adapt each of ``adapts`` (``{"adapt", "run_dir", "partition", "out_dir"}``) in turn,
+    then write the job's ``record`` (``fedrepro.jobs.train.in_turn``: a rerun after a kill
+    keeps the finished adaptations and resumes the interrupted one)."""
+    return in_turn(
+        adapts,
+        record,
+        lambda a: adapt_run(
+            a["adapt"], a["run_dir"], data_dir, a["partition"], a["out_dir"], **where
+        ),
+        adapted,
+        lambda out_dir: discard(out_dir, ADAPT_FILES),
+        log,
+    )
+
+
+def adapted(member: dict) -> bool:
+    """Whether the member's directory holds its finished adaptation (same run, same
+    resolved adaptation)."""
+    out_dir = Path(member["out_dir"])
+    if not all((out_dir / f).exists() for f in ("config.json", *ADAPT_FILES)):
+        return False
+    source = json.loads((out_dir / "config.json").read_text())
+    want = {"run": Path(member["run_dir"]).name,
+            "adapt": adapt_method(member["adapt"]).resolve(member["adapt"])}  # fmt: skip
+    return {k: source.get(k) for k in want} == want
 
 
 def adapt_run(

@@ -6,14 +6,11 @@ import argparse
 from pathlib import Path
 
 
-def job_parser(description: str, one_run: bool = True) -> argparse.ArgumentParser:
-    """A parser with a job's data, backbone and device arguments, and with ``one_run`` its
-    partition and output directory (a training job names those per run in its runs)."""
+def job_parser(description: str) -> argparse.ArgumentParser:
+    """A parser with a job's data, backbone and device arguments (a training or adaptation
+    job names each member's partition and output directory in its members' JSON)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--data-dir", type=Path, required=True, help="dir with train/test.safetensors")
-    if one_run:
-        p.add_argument("--partition", type=Path, required=True, help="partition JSON")
-        p.add_argument("--out-dir", type=Path, required=True, help="the job's output directory")
     p.add_argument("--backbone", type=Path, default=None, help="pretrained weights (safetensors)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=1)
@@ -21,6 +18,5 @@ def job_parser(description: str, one_run: bool = True) -> argparse.ArgumentParse
 
 
 def job_files(a: argparse.Namespace) -> dict:
-    """The parsed common arguments as keyword arguments of ``train_runs`` / ``adapt_run``."""
-    names = ("data_dir", "partition", "out_dir", "backbone", "device", "threads")
-    return {k: getattr(a, k) for k in names if hasattr(a, k)}
+    """The parsed common arguments as keyword arguments of ``train_runs`` / ``adapt_runs``."""
+    return {k: getattr(a, k) for k in ("data_dir", "backbone", "device", "threads")}

@@ -84,36 +84,51 @@ RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
 def train_runs(
     runs: list[dict], data_dir: Path, record: Path | None = None, log=print, **where
 ) -> list[dict]:
-    """Train ``runs`` (``{"config", "partition", "out_dir"}`` each) in turn, then write the
-    job's ``record`` (what each run took; the file the workflow tracks). ``where``:
-    ``backbone``, ``device``, ``threads`` as ``train_run`` takes them.
+    """Train ``runs`` (``{"config", "partition", "out_dir"}`` each) in turn (``in_turn``).
+    ``where``: ``backbone``, ``device``, ``threads`` as ``train_run`` takes them."""
+    return in_turn(
+        runs,
+        record,
+        lambda r: train_run(r["config"], data_dir, r["partition"], r["out_dir"], **where),
+        lambda r: finished(Path(r["out_dir"]), r["config"]),
+        lambda out_dir: discard(out_dir, RESULT_FILES),
+        log,
+    )
 
-    While the job works, ``<record>.partial`` names its runs. A job that finds one was
-    interrupted: it keeps the runs that finished, and the interrupted run resumes from its
-    checkpoint. Without one (a first attempt, or a rerun the workflow asked for: changed
-    inputs, ``-R``) every run trains anew, from nothing."""
+
+def in_turn(members: list[dict], record: Path | None, work, done, fresh, log=print) -> list[dict]:
+    """Run a job's members (training runs, adaptations: ``{"out_dir", ...}`` each) one after
+    the other, ``work(member)`` returning its metrics, then write the job's ``record`` (what
+    each member took; the file the workflow tracks).
+
+    While the job works, ``<record>.partial`` names its members. A job that finds one was
+    interrupted: it keeps the members that are ``done``, and the interrupted one resumes from
+    its checkpoint. Without one (a first attempt, or a rerun the workflow asked for: changed
+    inputs, ``-R``) every member starts anew (``fresh(out_dir)`` clears its directory)."""
     t0 = time.perf_counter()
     partial = None if record is None else Path(f"{record}.partial")
     resuming = partial is not None and partial.exists()
     if partial is not None:
-        write_json(partial, {"runs": [Path(r["out_dir"]).name for r in runs]})
-    done = []
-    for i, run in enumerate(runs, 1):
-        out_dir = Path(run["out_dir"])
-        kept = resuming and finished(out_dir, run["config"])
+        write_json(partial, {"runs": [Path(m["out_dir"]).name for m in members]})
+    record_rows = []
+    for i, member in enumerate(members, 1):
+        out_dir = Path(member["out_dir"])
+        kept = resuming and done(member)
         if kept:
             metrics = json.loads((out_dir / "metrics.json").read_text())
         else:
             if not resuming:
-                discard(out_dir)
-            metrics = train_run(run["config"], data_dir, run["partition"], out_dir, **where)
-        log(f"run {i}/{len(runs)} {out_dir.name}: {'kept' if kept else 'trained'}, "
+                fresh(out_dir)
+            metrics = work(member)
+        log(f"{i}/{len(members)} {out_dir.name}: {'kept' if kept else 'ran'}, "
             f"final acc {metrics['final_acc']:.2f}, {metrics['wall_seconds']:.1f}s")  # fmt: skip
-        done.append({"run": out_dir.name, "kept": kept, "wall_seconds": metrics["wall_seconds"]})
+        record_rows.append(
+            {"run": out_dir.name, "kept": kept, "wall_seconds": metrics["wall_seconds"]}
+        )
     if record is not None:
-        write_json(record, {"runs": done, "wall_seconds": time.perf_counter() - t0})
+        write_json(record, {"runs": record_rows, "wall_seconds": time.perf_counter() - t0})
         partial.unlink()
-    return done
+    return record_rows
 
 
 def finished(out_dir: Path, cfg: dict) -> bool:
@@ -123,10 +138,10 @@ def finished(out_dir: Path, cfg: dict) -> bool:
     return json.loads((out_dir / "config.json").read_text()) == cfg
 
 
-def discard(out_dir: Path) -> None:
-    """Remove a run's results and checkpoint, so that it trains from nothing."""
-    for name in (*RESULT_FILES, "checkpoint.pt"):
-        (out_dir / name).unlink(missing_ok=True)
+def discard(out_dir: Path, results: tuple[str, ...]) -> None:
+    """Remove a member's ``results`` and checkpoint, so that it starts from nothing."""
+    for name in (*results, "checkpoint.pt"):
+        (Path(out_dir) / name).unlink(missing_ok=True)
 
 
 @dataclass
