@@ -26,10 +26,12 @@ onstart:
 
 onsuccess:
     FORKSERVER.stop()
+    cancel_wakeups()  # the rate limiter's timers would hold the exit up to a minute
 
 
 onerror:
     FORKSERVER.stop()
+    cancel_wakeups()
 
 
 # `snakemake bench` is its own target; at mini scale `all` includes it (the report's

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from fedrepro.bench.budget import budget, write_budget
-from fedrepro.bench.driver import ENV, driver, mark_driver
+from fedrepro.bench.driver import ENV, cancel_wakeups, driver, mark_driver
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -85,3 +86,13 @@ def test_the_driver_is_the_process_that_marked_itself(monkeypatch):
     sum(i * i for i in range(300_000))  # some CPU time of this process
     seen = driver()
     assert 0 <= seen["wall_seconds"] < 60 and seen["cpu_seconds"] > 0
+
+
+def test_pending_wake_ups_are_cancelled_so_the_process_can_exit_at_once():
+    """The rate limiter's timers (non-daemon) would hold the interpreter's exit."""
+    fired = []
+    timer = threading.Timer(60, lambda: fired.append(1))
+    timer.start()
+    assert cancel_wakeups() >= 1
+    timer.join(timeout=5)
+    assert not timer.is_alive() and not fired

@@ -3,7 +3,7 @@ import json
 import os
 from pathlib import Path
 
-from fedrepro.bench.driver import mark_driver
+from fedrepro.bench.driver import cancel_wakeups, mark_driver
 from fedrepro.data.composite import raw_sources
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError

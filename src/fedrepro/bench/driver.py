@@ -1,10 +1,12 @@
 """The Snakemake process as the jobs see it: its pid and start, for the bench budget's timed
-run. Standard library only (the workflow imports it when it starts)."""
+run; and its pending scheduler wake-ups, cancelled when the run ends. Standard library only
+(the workflow imports it when it starts)."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -30,3 +32,15 @@ def driver() -> dict | None:
     except (OSError, ValueError, IndexError):
         pass
     return out
+
+
+def cancel_wakeups() -> int:
+    """Cancel the process's pending ``threading.Timer`` wake-ups; returns how many. Snakemake
+    9's rate limiter arms one per scheduling pass (profiles/default sets a minute's timespan,
+    see there), and Python waits for these non-daemon timers at exit: without this a run
+    would end up to a minute after its last job. Called when the run has ended (onsuccess,
+    onerror), when nothing is left to wake."""
+    timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
+    for t in timers:
+        t.cancel()
+    return len(timers)
