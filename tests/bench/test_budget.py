@@ -79,6 +79,21 @@ def test_without_a_timed_run_the_wall_time_is_the_job_seconds_over_the_cores(tmp
     assert "no timed run" in md.read_text()
 
 
+def test_the_benchmark_jobs_are_a_row_of_their_own_not_spread_over_the_papers(tmp_path):
+    _default(tmp_path / "mini")
+    bench = tmp_path / "bench"
+    _bench(bench, "workloads/cnn.tsv", 20.0)  # _bench writes under <root>/benchmarks
+    _bench(bench, "cost.tsv", 14.0)
+    timed = {"wall_seconds": 50.0, "cpu_seconds": 1.0}
+    out = budget(tmp_path / "mini", 2, {"paper_minutes": 6, "total_minutes": 25}, timed,
+                 bench / "benchmarks")  # fmt: skip
+    row = out["papers"]["bench"]
+    assert (row["jobs"], row["seconds"], row["within"]) == (2, 34.0, None)
+    # job seconds 100 over 2 cores is the timed 50 s: no scaling, paper a is its own 27 s
+    assert out["job_seconds"] == 100.0 and abs(out["papers"]["a"]["minutes"] - 13.5 / 60) < 1e-9
+    assert "| bench |" in write_budget(tmp_path / "budget.json", out)[0].read_text()
+
+
 def test_the_driver_is_the_process_that_marked_itself(monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
     assert driver() is None

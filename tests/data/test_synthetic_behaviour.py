@@ -74,8 +74,11 @@ def test_centralized_training_is_far_from_chance_and_from_perfect(name):
 
 
 def test_cifar10c_corruption_lowers_accuracy():
+    # the same 200 test images clean and corrupted (the analog corrupts the CIFAR-10 analog's
+    # test split): paired, so the drop does not hinge on which images were drawn (4 per class
+    # against 20 clean ones dropped 4.2 points on one CPU, 7+ on another)
     _, clean = _data("cifar10", "test", 20)
-    corrupted = _split("cifar10c", "test", 4)
+    corrupted = _split("cifar10c", "test", 20)
     severe = corrupted.domains % 5 == 4
     cdata = DeviceData(corrupted.images[severe], corrupted.labels[severe])
     model = _cifar10_model()

@@ -5,11 +5,13 @@ From the jobs' own records: every job of the default writes a Snakemake benchmar
 adaptation job also writes its record (its members, its in-process seconds) and each member
 its metrics (``seconds``: set-up, training, evaluation, writing). A job's paper is its runs' paper
 (training; an adaptation: its trained run's), or its item's (tables, figures, claims); data,
-partitions, backbones and probes are shared. The timed run is the Snakemake process that
-runs this job: its wall time since it started and its own CPU time (``bench.driver``).
+partitions, backbones and probes are shared. The benchmark jobs of ``snakemake bench`` (part
+of the default at mini scale) are a row of their own, from their benchmark files under
+``results/bench/benchmarks``. The timed run is the Snakemake process that runs this job: its
+wall time since it started and its own CPU time (``bench.driver``).
 
 Per paper, the estimated wall time is its job seconds over the cores, scaled so that all
-papers and the shared work add up to the timed run's wall time.
+papers, the shared work and the benchmarks add up to the timed run's wall time.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from fedrepro.bench.summary import md_table
 from fedrepro.report.output import write_text
 
 SHARED = "shared"
+BENCH = "bench"  # the benchmark jobs: a row of their own, without a limit
 STAGE_DIRS = {"train": "runs", "adapt": "adapt"}  # where a job of the stage writes
 
 
@@ -76,6 +79,15 @@ def job_table(root: Path) -> list[dict]:
     return rows
 
 
+def bench_table(bench: Path | None) -> list[dict]:
+    """One row per benchmark job (``snakemake bench``'s rules), from its benchmark file under
+    ``bench``; none without the directory."""
+    if bench is None:
+        return []
+    return [{"rule": BENCH, "name": tsv.stem, "paper": BENCH, "seconds": _seconds(tsv)}
+            for tsv in sorted(Path(bench).rglob("*.tsv"))]  # fmt: skip
+
+
 def _add_shares(row: dict, metrics: list[dict], wall: float) -> None:
     inside = 0.0
     for m in metrics:
@@ -88,11 +100,14 @@ def _add_shares(row: dict, metrics: list[dict], wall: float) -> None:
 SHARES = ("process start", "set-up", "training", "evaluation")
 
 
-def budget(root: Path, cores: int, limits: dict, timed: dict | None) -> dict:
-    """Per paper (and the shared work): jobs, runs, job seconds by kind and share, the
-    estimated wall minutes on ``cores`` and whether it is within ``limits``
-    (``{"paper_minutes", "total_minutes"}``); the timed run's wall and Snakemake CPU."""
-    rows = job_table(root)
+def budget(
+    root: Path, cores: int, limits: dict, timed: dict | None, bench: Path | None = None
+) -> dict:
+    """Per paper (and the shared work, and the benchmark jobs whose files are under
+    ``bench``): jobs, runs, job seconds by kind and share, the estimated wall minutes on
+    ``cores`` and whether it is within ``limits`` (``{"paper_minutes", "total_minutes"}``);
+    the timed run's wall and Snakemake CPU."""
+    rows = job_table(root) + bench_table(bench)
     papers: dict[str, dict] = defaultdict(lambda: defaultdict(float))
     for r in rows:
         p = papers[r["paper"]]
@@ -111,7 +126,7 @@ def budget(root: Path, cores: int, limits: dict, timed: dict | None) -> dict:
            "wall_seconds": wall, "papers": {}}  # fmt: skip
     for name, p in sorted(papers.items()):
         minutes = p["seconds"] / max(cores, 1) * scale / 60
-        within = None if name == SHARED else minutes <= limits["paper_minutes"]
+        within = None if name in (SHARED, BENCH) else minutes <= limits["paper_minutes"]
         out["papers"][name] = {**p, "minutes": minutes, "within": within}
     out["minutes"] = wall / 60
     out["within"] = out["minutes"] <= limits["total_minutes"]
@@ -156,7 +171,7 @@ def write_budget(out: Path, result: dict) -> list[Path]:
         "(the job's wall time outside the Python job), set-up (data, model, writing results), "
         "training rounds and evaluation. A paper's wall time is its share of the timed run "
         "(its job seconds over the cores, scaled so that every row adds up to the run). "
-        "Shared: data, partitions, pretrained backbones, probes, benchmarks."
+        "Shared: data, partitions, pretrained backbones, probes; bench: the benchmark jobs."
     )
     md = [
         "# Time budget of the embedded default",

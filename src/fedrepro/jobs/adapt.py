@@ -65,7 +65,7 @@ def adapt_run(
     write_json(out_dir / "config.json", {**source, "engine": job.cfg})
     setup = time.perf_counter() - t0
     state = job.run(out_dir / "checkpoint.pt")
-    return write_results(out_dir, job, state, time.perf_counter() - t0, setup, **source)
+    return write_results(out_dir, job, state, t0, setup, **source)
 
 
 def prepare_adapt(

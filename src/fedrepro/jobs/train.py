@@ -75,7 +75,7 @@ def train_run(
         tensors.update({f"client{k}.{n}": v for n, v in local.items()})
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
-    return write_results(out_dir, job, state, time.perf_counter() - t0, setup)
+    return write_results(out_dir, job, state, t0, setup)
 
 
 RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
@@ -199,10 +199,13 @@ def load_job(
 
 
 def write_results(
-    out_dir: Path, job: Job, state: RunState, seconds: float, setup: float, **extra
+    out_dir: Path, job: Job, state: RunState, started: float, setup: float, **extra
 ) -> dict:
     """history.csv, then metrics.json (the file that marks the job finished); the checkpoint
-    goes last. ``seconds``: the job's in-process time, ``setup`` the part before round 1."""
+    goes last. ``started``: ``time.perf_counter()`` when the run's work began, ``setup`` the
+    seconds before round 1; the run's seconds end after the summaries are computed."""
+    clustering = local_clustering(state.local, job.clients.groups)
+    seconds = time.perf_counter() - started
     metrics = summarize(job.cfg, job.model, job.algorithm, state, seconds)
     rounds = sum(r["seconds"] for r in state.history)
     evaluate = sum(r.get("eval_seconds", 0.0) for r in state.history)
@@ -216,7 +219,6 @@ def write_results(
     metrics["peak_rss_mb"] = peak_rss_mb()  # what to request per job (Slurm mem_mb)
     metrics["peak_gpu_mb"] = peak_gpu_mb(job.device)
     metrics.update(extra)
-    clustering = local_clustering(state.local, job.clients.groups)
     if clustering is not None:
         metrics["local_clustering"] = clustering
     atomic_write(out_dir / "history.csv", lambda p: Path(p).write_text(history_csv(state)))
