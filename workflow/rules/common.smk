@@ -159,15 +159,16 @@ def adapt_inputs(wildcards):
 
 def adapt_runs(wildcards):
     """The job's adaptations as the adapt script takes them."""
+    members = [(aid, PLAN.adapts[aid]) for aid in PLAN.adapt_jobs[wildcards.adapt]]
     return json.dumps(
         [
             {
-                "adapt": PLAN.adapts[aid]["adapt"],
-                "run_dir": f"{R}/runs/{PLAN.adapts[aid]['run']}",
-                "partition": partition_file(PLAN.runs[PLAN.adapts[aid]["run"]]),
+                "adapt": a["adapt"],
+                "run_dir": f"{R}/runs/{a['run']}",
+                "partition": partition_file(PLAN.runs[a["run"]]),
                 "out_dir": f"{R}/adapt/{aid}",
             }
-            for aid in PLAN.adapt_jobs[wildcards.adapt]
+            for aid, a in members
         ]
     )
 

@@ -51,9 +51,8 @@ elif a.what == "page":
     figures.save_all(results, a.out.parent)
     summary.write_summary(a.out, results, spec["goals"])
 elif a.what == "budget":
-    bench = Path(spec["bench"]) if spec.get("bench") else None
     result = budget.budget(
-        Path(spec["root"]), spec["cores"], spec["limits"], driver.driver(), bench
+        Path(spec["root"]), spec["cores"], spec["limits"], driver.driver(), spec.get("bench")
     )
     print(json.dumps({k: v for k, v in result.items() if k != "papers"}, indent=1))
     write_json(a.out, result)

@@ -79,7 +79,7 @@ def job_table(root: Path) -> list[dict]:
     return rows
 
 
-def bench_table(bench: Path | None) -> list[dict]:
+def bench_table(bench: str | Path | None) -> list[dict]:
     """One row per benchmark job (``snakemake bench``'s rules), from its benchmark file under
     ``bench``; none without the directory."""
     if bench is None:
@@ -101,7 +101,7 @@ SHARES = ("process start", "set-up", "training", "evaluation")
 
 
 def budget(
-    root: Path, cores: int, limits: dict, timed: dict | None, bench: Path | None = None
+    root: Path, cores: int, limits: dict, timed: dict | None, bench: str | Path | None = None
 ) -> dict:
     """Per paper (and the shared work, and the benchmark jobs whose files are under
     ``bench``): jobs, runs, job seconds by kind and share, the estimated wall minutes on
