@@ -74,6 +74,8 @@ def test_accuracy_is_pooled_per_group():
     correct = [torch.tensor([True, False]), torch.tensor([True, True, True]), torch.tensor([False])]
     groups = ["noise", "jitter", "noise"]
     assert group_accuracy(correct, groups) == {"noise": 100 / 3, "jitter": 100.0}
+    # FedPCE's Table 2 caption: the mean over a group's clients (50 % and 0 % for noise)
+    assert group_accuracy(correct, groups, pooled=False) == {"noise": 25.0, "jitter": 100.0}
     clients = Clients.from_partition(
         {"clients": [{**c, "group": g} for c, g in zip(PART["clients"], "abc", strict=True)]},
         5,

@@ -87,3 +87,21 @@ def test_engine_config_takes_the_new_cohort_and_the_runs_fold():
     assert out["algorithm"] == {"name": "fedpce"} and run["train"]["rounds"] == 1000
     assert "images" not in out
     assert adapt_method(ADAPT).run_config(run, {**ADAPT, "images": 8})["images"] == 8
+
+
+def test_a_global_models_new_clients_are_evaluated_once_per_degradation(tmp_path):
+    """FedPCE §4.3: FedAvg's new clients are evaluated, not trained: the experiment's one
+    round (nothing trains in it) gives one evaluation, reported per degradation as Table 2's
+    caption says (the mean over the group's clients) beside the pooled accuracy."""
+    run, _ = fedpce_run(tmp_path, "fedavg")
+    once = {**ADAPT, "rounds": 1, "eval_every": 1}
+    job, _ = prepare_adapt(once, run, tmp_path / "data", tmp_path / "part.json", device="cpu")
+    state = job.run(None, log=lambda _: None)
+    assert [r["round"] for r in state.history if "acc" in r] == [1]
+    row = state.history[0]
+    assert len(row["acc_per_group"]) == 3 and set(row["acc_per_group_mean"]) == set(
+        row["acc_per_group"]
+    )
+    # one new client per degradation: the group's mean is that client's accuracy
+    means = sorted(row["acc_per_group_mean"].values())
+    assert means == pytest.approx(sorted(row["acc_per_client"]))

@@ -371,7 +371,9 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
         "acc_per_class": class_accuracy([c for c, _ in per_client], clients.test, test.labels),
     }
     if any(g is not None for g in clients.groups):
-        row["acc_per_group"] = group_accuracy([c for c, _ in per_client], clients.groups)
+        correct = [c for c, _ in per_client]
+        row["acc_per_group"] = group_accuracy(correct, clients.groups)
+        row["acc_per_group_mean"] = group_accuracy(correct, clients.groups, pooled=False)
     return row
 
 
@@ -393,12 +395,21 @@ def class_accuracy(
     return {str(k): v for k, v in enumerate(mean) if not math.isnan(v)}
 
 
-def group_accuracy(correct: list[torch.Tensor], groups: list[str | None]) -> dict[str, float]:
-    """Accuracy pooled over the clients of each group (FedPCE's Table 2: per degradation)."""
-    hits: dict[str, float] = {}
-    total: dict[str, int] = {}
+def group_accuracy(
+    correct: list[torch.Tensor], groups: list[str | None], pooled: bool = True
+) -> dict[str, float]:
+    """Accuracy per group of clients (FedPCE's Table 2: per degradation): pooled over the
+    group's test images, or (``pooled`` False) the mean over its clients of each one's
+    accuracy, as Table 2's caption says (a client without test images counts in neither)."""
+    hits: dict[str, list[float]] = {}
+    total: dict[str, list[int]] = {}
     for c, g in zip(correct, groups, strict=True):
-        if g is not None:
-            hits[g] = hits.get(g, 0.0) + float(c.sum())
-            total[g] = total.get(g, 0) + len(c)
-    return {g: 100.0 * hits[g] / max(total[g], 1) for g in hits}
+        if g is not None and len(c):
+            hits.setdefault(g, []).append(float(c.sum()))
+            total.setdefault(g, []).append(len(c))
+    if pooled:
+        return {g: 100.0 * sum(hits[g]) / sum(total[g]) for g in hits}
+    return {
+        g: sum(100.0 * h / n for h, n in zip(hits[g], total[g], strict=True)) / len(hits[g])
+        for g in hits
+    }

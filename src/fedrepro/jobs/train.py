@@ -277,7 +277,8 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         "final_loss": last["loss"],
         "best_acc": best["acc"],
         "best_round": best["round"],
-        **({"best_acc_per_group": best["acc_per_group"]} if "acc_per_group" in best else {}),
+        # per client group at the best evaluation, pooled and the mean over the group's clients
+        **{f"best_{k}": best[k] for k in ("acc_per_group", "acc_per_group_mean") if k in best},
         # FedIns's "Best Acc": the best round of the mean over clients (DomainNet: per domain)
         "best_acc_mean": max(r["acc_mean"] for r in evaluated),
         "rounds": len(rows),
