@@ -13,7 +13,7 @@ from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.fl.contrastive import contrastive_loss, normalized, representation
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import run_rounds
-from tests.fl_helpers import problem, train_cfg
+from tests.fl_helpers import problem, spy_client_end, train_cfg
 
 
 class TinyEncoder(nn.Module):
@@ -139,3 +139,47 @@ def test_views_are_independent_augmentations_of_the_same_images():
     assert torch.equal(plain[:b], plain[b:])  # no augmentation: the two views coincide
     x = _first_batch(DeviceData(data.images, data.labels, crop_pad=1, flip=True), clients)
     assert not torch.equal(x[:b], x[b:])  # two draws of the augmentation
+
+
+def _sent(algorithm: dict, rounds: int) -> list[tuple[int, set[str]]]:
+    data, clients = problem(num_clients=2)
+    torch.manual_seed(0)
+    alg = make_algorithm({"name": "fedicon", **algorithm})
+    seen = []
+    spy_client_end(alg, seen)
+    cfg = train_cfg(rounds=rounds)
+    state = run_rounds(cfg, TinyEncoder(), alg, data, data, clients, log=lambda _: None)
+    return [(r, set(p.tensors)) for r, _, _, p in seen], state
+
+
+def test_clients_send_the_encoder_in_contrastive_rounds_and_the_classifier_after():
+    """§4.1.2: θ_i of the feature encoder is sent and averaged (Eq. 6); the classifier is
+    trained "in a federated learning manner" in the last rounds, on the frozen encoder."""
+    sent, state = _sent({"classifier_rounds": 1}, rounds=3)
+    encoder = {"conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean",
+               "bn.running_var", "fc1.weight", "fc1.bias"}  # fmt: skip
+    assert {r: keys for r, keys in sent} == {1: encoder, 2: encoder, 3: {"classifier.weight"}}
+    per_client = {1: 108 + 4 + 4 * 4 + 20 + 5, 2: 108 + 4 + 4 * 4 + 20 + 5, 3: 5 * 3}
+    assert [row["up_scalars"] for row in state.history] == [2 * n for n in per_client.values()]
+    train_bn, _ = _sent({"classifier_rounds": 1, "frozen_bn": "train"}, rounds=2)
+    assert train_bn[-1][1] == {"classifier.weight", "bn.running_mean", "bn.running_var"}
+
+
+def test_sending_only_what_a_round_changes_gives_the_same_model():
+    """The tensors no longer sent are the same on every client in their rounds (the
+    classifier in contrastive rounds, the frozen encoder in classifier rounds): averaging
+    them changed nothing, so the trained model is the one sending everything gives."""
+    data, clients = problem(num_clients=3, sizes=[10, 17, 24])
+    states = []
+    for everything in (False, True):
+        torch.manual_seed(0)
+        alg = make_algorithm({"name": "fedicon", "classifier_rounds": 1})
+        if everything:
+            alg.sent = lambda r, alg=alg: alg.shared
+        cfg = train_cfg(rounds=3)
+        states.append(run_rounds(cfg, TinyEncoder(), alg, data, data, clients, log=print))
+    sent, everything = states
+    assert sent.shared.keys() == everything.shared.keys()
+    for name, value in sent.shared.items():
+        assert torch.allclose(value, everything.shared[name], rtol=0, atol=1e-6), name
+    assert [r["acc"] for r in sent.history] == [r["acc"] for r in everything.history]

@@ -4,7 +4,8 @@ Local invariance extraction: each client trains its encoder with the supervised 
 loss (Eq. 4–5) on two augmented views of every image, the L2-normalised representation
 (``pre_logits``, 64-d for the simple CNN) as the contrastive feature. Global invariance
 sharing: the server averages the encoder by training-set size (Eq. 6 without its printed
-extra 1/m, which would make the weights sum to 1/m). Classifier: the last
+extra 1/m, which would make the weights sum to 1/m); a client sends only what its round
+changes (``FedICON.sent``). Classifier: the last
 ``classifier_rounds`` rounds train only the linear classifier with cross-entropy on the frozen
 encoder and the server averages it (§4.1.2 "multiple federated training steps at first";
 5 rounds as the authors' code, ``SonyResearch/COALA@e55ac8a``); each client personalises it
@@ -25,14 +26,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.algorithms.personalized import Local
-from fedrepro.fl.algorithm import Algorithm, ClientCtx
+from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.contrastive import (
     contrastive_loss,
     normalized,
     online_contrastive_loss,
     representation,
 )
-from fedrepro.fl.tensors import named_state
+from fedrepro.fl.tensors import named_state, take
+from fedrepro.models.registry import head_keys
 
 
 class FedICON(Algorithm):
@@ -69,6 +71,29 @@ class FedICON(Algorithm):
         if not hasattr(model, "forward_head") or not hasattr(model, "get_classifier"):
             raise ValueError(f"fedicon needs forward_head/get_classifier; {type(model).__name__}")
         super().setup(model, num_clients)
+        head = set(head_keys(model))
+        self.head = [k for k in self.shared if k in head]
+        self.encoder = [k for k in self.shared if k not in head]
+        self.encoder_stats = [k for k in self.encoder if k not in set(self.trainable)]
+
+    def sent(self, r: int) -> list[str]:
+        """What a client sends in round ``r``: what the round can change. Contrastive rounds
+        the feature encoder θ_i (§4.1.2, Eq. 6), its BN statistics included, as the code
+        averages the whole state (``buffers: local`` keeps them on the client instead);
+        classifier rounds the classifier, trained "in a federated learning manner" (§4.1.2),
+        and, with ``frozen_bn: train``, the encoder's BN statistics, which then move."""
+        if not self.classifier_round(r):
+            return self.encoder
+        return self.head + (self.encoder_stats if self.frozen_bn == "train" else [])
+
+    def client_end(self, ctx: ClientCtx) -> Payload:
+        return Payload(
+            ctx.client, ctx.num_samples, ctx.steps, take(ctx.model, self.sent(ctx.round))
+        )
+
+    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        """The averaged tensors replace their old values; what was not sent stays."""
+        return {**current, **super().aggregate(current, payloads)}
 
     def classifier_round(self, r: int) -> bool:
         """Rounds after ``rounds - classifier_rounds`` train only the classifier."""
@@ -99,7 +124,8 @@ class FedICONTest(Local):
     """FedICON's test phase for one client (§4.1.2, §4.2 Eq. 7; docs/methods/fedicon.md),
     on the ``adapt`` stage with every tensor kept on its client: first ``classifier_epochs``
     epochs personalise the linear classifier on the client's labelled training data (frozen
-    encoder, as in the federated classifier rounds), then ``tta_epochs`` epochs of test-time
+    encoder, as in the federated classifier rounds; in batches of ``classifier_batch_size``,
+    the engine's own batch where None), then ``tta_epochs`` epochs of test-time
     adaptation minimise the unsupervised contrastive loss (Eq. 7) of two augmented views of
     the client's unlabelled test images over the encoder. ``tta_epochs: 0`` is Table 5's
     variant without test-time adaptation. ``online: true`` adapts while predicting instead
@@ -110,6 +136,7 @@ class FedICONTest(Local):
     def __init__(
         self,
         classifier_epochs: int = 5,
+        classifier_batch_size: int | None = None,
         temperature: float = 0.1,
         base_temperature: float | None = None,
         frozen_bn: str = "eval",
@@ -120,6 +147,9 @@ class FedICONTest(Local):
     ):
         super().__init__(**kw)
         self.classifier_epochs = int(classifier_epochs)
+        self.classifier_batch = (
+            None if classifier_batch_size is None else int(classifier_batch_size)
+        )
         self.online, self.memory, self.online_steps = bool(online), int(memory), int(online_steps)
         if self.online and (self.memory < 1 or self.online_steps < 1):
             raise ValueError("algorithm fedicon_test: online needs memory >= 1, online_steps >= 1")
@@ -135,6 +165,9 @@ class FedICONTest(Local):
 
     def views(self, r: int) -> int:
         return 2 if self.adapting(r) else 1
+
+    def batch_size(self, r: int) -> int | None:
+        return None if self.adapting(r) else self.classifier_batch
 
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if not self.adapting(ctx.round):

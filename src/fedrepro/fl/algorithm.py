@@ -126,6 +126,11 @@ class Algorithm:
         image (FedICON's contrastive rounds use 2)."""
         return 1
 
+    def batch_size(self, r: int) -> int | None:
+        """Round ``r``'s training batch where it is not the ``train`` block's (FedICON's test
+        phase personalises the classifier at the run's batch, then adapts at its own)."""
+        return None
+
     def local_phases(self, r: int, epochs: int) -> list[tuple[set[str], int]] | None:
         """Round ``r``'s local training as phases ``(trainable keys, epochs)``, each with a
         fresh optimiser over its keys only (FedRep: the head, then the body); None: one

@@ -214,12 +214,13 @@ def run_rounds(
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
             gen = _generator(device, seed, r, k, pos)
             on_test = algorithm.fit_split(r) == "test"
+            batch = algorithm.batch_size(r)
             fit = partial(
                 train_epochs,
                 model,
                 unlabeled if on_test else train,
                 clients.test[k] if on_test else clients.train[k],
-                tcfg,
+                tcfg if batch is None else {**tcfg, "batch_size": batch},
                 lr,
                 generator=gen,
                 transform=clients.transforms[k],

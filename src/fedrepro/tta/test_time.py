@@ -8,7 +8,10 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
 - ``evaluate``: no adaptation; the run's clients evaluated (under the shift).
 - ``tent``: entropy minimisation over the batch-norm affine parameters on the client's
   unlabelled test set, ``epochs`` passes (FedICON's code: 5 epochs, SGD lr 0.005, momentum
-  0.9, weight decay 5e-4, batch 128, ``SonyResearch/COALA@e55ac8a``).
+  0.9, weight decay 5e-4, batch 128, ``SonyResearch/COALA@e55ac8a``). Batch norm normalises
+  with each batch's statistics, so the prediction depends on its batch: it predicts in
+  batches of ``eval_batch_size`` (default: the adaptation batch, as the code's one test
+  loader serves both; EATA alike).
 - ``eata``: Tent on reliable, non-redundant samples with a Fisher anchor (EATA's defaults:
   E0 = 0.4·ln C, ε = 0.05, β = 2000, 2000 Fisher samples, here the client's training images).
 - ``t3a``: no gradients; prototype classifier updated while predicting.
@@ -39,13 +42,23 @@ def _evaluate_config(run: dict, adapt: dict) -> dict:
     return local_engine_config(run, adapt, {"name": "local"}, 1)
 
 
+def _predicting_in_adaptation_batches(cfg: dict, adapt: dict) -> dict:
+    """Prediction in batches of ``eval_batch_size``, by default the adaptation batch (Tent
+    and EATA normalise with each batch's statistics: the batch is part of the method)."""
+    train = cfg["train"]
+    train["eval_batch_size"] = int(adapt["eval_batch_size"] or train["batch_size"])
+    return cfg
+
+
 def _tent_config(run: dict, adapt: dict) -> dict:
-    return local_engine_config(run, adapt, {"name": "tent"}, adapt["epochs"])
+    cfg = local_engine_config(run, adapt, {"name": "tent"}, adapt["epochs"])
+    return _predicting_in_adaptation_batches(cfg, adapt)
 
 
 def _eata_config(run: dict, adapt: dict) -> dict:
     algorithm = {"name": "eata", **{k: adapt[k] for k in EATA_OPTIONS}}
-    return local_engine_config(run, adapt, algorithm, adapt["epochs"])
+    cfg = local_engine_config(run, adapt, algorithm, adapt["epochs"])
+    return _predicting_in_adaptation_batches(cfg, adapt)
 
 
 def _t3a_config(run: dict, adapt: dict) -> dict:
@@ -62,6 +75,9 @@ def _fedicon_test_config(run: dict, adapt: dict) -> dict:
     algorithm = {
         "name": "fedicon_test",
         "classifier_epochs": adapt["classifier_epochs"],
+        # the classifier epochs at the run's training batch (the code's train_cls reads the
+        # training loader, batch 32); the adaptation at the adapt block's
+        "classifier_batch_size": adapt["classifier_batch_size"] or run["train"]["batch_size"],
         "temperature": adapt["temperature"],
     }
     if adapt["online"]:  # adapts while predicting, after the classifier epochs
@@ -82,9 +98,10 @@ def _batch_norm_affine(model, algorithm) -> set[str]:
 
 
 EVALUATE = AdaptMethod("evaluate", _evaluate_config, dict(_COMMON), "own", _nothing)
-TENT = AdaptMethod("tent", _tent_config, {**_COMMON, "epochs": 1}, "own", _batch_norm_affine)
+_BATCH_STATISTICS = {**_COMMON, "epochs": 1, "eval_batch_size": None}
+TENT = AdaptMethod("tent", _tent_config, _BATCH_STATISTICS, "own", _batch_norm_affine)
 EATA = AdaptMethod(
-    "eata", _eata_config, {**_COMMON, "epochs": 1, **EATA_OPTIONS}, "own", _batch_norm_affine
+    "eata", _eata_config, {**_BATCH_STATISTICS, **EATA_OPTIONS}, "own", _batch_norm_affine
 )
 T3A = AdaptMethod("t3a", _t3a_config, {**_COMMON, "filter_k": 50}, "own", _nothing)
 THE = AdaptMethod("the", _the_config, {**_COMMON, "the_lr": None, "the_steps": 20}, "own", _nothing)
@@ -94,6 +111,7 @@ FEDICON_TEST = AdaptMethod(
     {
         **_COMMON,
         "classifier_epochs": 5,
+        "classifier_batch_size": None,  # the run's training batch
         "tta_epochs": 5,
         "temperature": 0.1,
         "online": False,
