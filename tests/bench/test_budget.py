@@ -101,6 +101,9 @@ def test_the_driver_is_the_process_that_marked_itself(monkeypatch):
     sum(i * i for i in range(300_000))  # some CPU time of this process
     seen = driver()
     assert 0 <= seen["wall_seconds"] < 60 and seen["cpu_seconds"] > 0
+    # a job on another host (a cluster node): that pid is not the driver there
+    monkeypatch.setattr("socket.gethostname", lambda: "another-node")
+    assert driver()["cpu_seconds"] is None
 
 
 def test_pending_wake_ups_are_cancelled_so_the_process_can_exit_at_once():
@@ -111,3 +114,12 @@ def test_pending_wake_ups_are_cancelled_so_the_process_can_exit_at_once():
     assert cancel_wakeups() >= 1
     timer.join(timeout=5)
     assert not timer.is_alive() and not fired
+
+
+def test_a_cluster_run_without_a_core_count_uses_this_machines_cores(tmp_path, monkeypatch):
+    """A cluster run's driver has no core count (`workflow.cores` raised in every Slurm run):
+    the budget job takes the cores of the machine it runs on."""
+    _default(tmp_path)
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    out = budget(tmp_path, None, {"paper_minutes": 6, "total_minutes": 25}, None)
+    assert out["cores"] == 3 and out["wall_seconds"] == 66.0 / 3

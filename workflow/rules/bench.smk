@@ -14,7 +14,7 @@ rule bench_workload:
     priority: 10
     conda:
         ENV
-    threads: lambda wildcards: workflow.cores
+    threads: bench_threads
     resources:
         gpu=bench_gpus,
     params:
@@ -35,7 +35,7 @@ rule bench_clients:
     priority: 10
     conda:
         ENV
-    threads: lambda wildcards: workflow.cores
+    threads: bench_threads
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["clients"]),
@@ -140,7 +140,7 @@ rule bench_budget:
             {
                 "root": R,
                 "bench": f"{B}/benchmarks",
-                "cores": workflow.cores,
+                "cores": local_cores(),
                 "limits": BENCH["budget"],
             },
         ),

@@ -4,8 +4,7 @@ import os
 from pathlib import Path
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
-from fedrepro.data.composite import raw_sources
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import build_plan, shift_dataset
@@ -274,6 +273,19 @@ BENCH_PAGE = ["engine", "clients", "rounds", "dag", "cost"]
 
 def bench_spec(wildcards):
     return json.dumps(BENCH["workloads"][wildcards.workload])
+
+
+def local_cores():
+    """The cores of a local run (`--cores`) as its driver reads them; None where Snakemake
+    has no core count (a cluster run's driver: `workflow.cores` raises) or its count is not
+    the run's (the Snakemake inside a cluster job)."""
+    return workflow.resource_settings.cores if workflow.is_main_process else None
+
+
+def bench_threads(wildcards):
+    """A timed bench job takes every core of a local run (nothing runs beside it); a cluster
+    job asks for config `bench.threads` CPUs."""
+    return local_cores() or BENCH["threads"]
 
 
 def bench_gpus(wildcards):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -101,12 +102,14 @@ SHARES = ("process start", "set-up", "training", "evaluation")
 
 
 def budget(
-    root: Path, cores: int, limits: dict, timed: dict | None, bench: str | Path | None = None
+    root: Path, cores: int | None, limits: dict, timed: dict | None, bench: str | Path | None = None
 ) -> dict:
     """Per paper (and the shared work, and the benchmark jobs whose files are under
     ``bench``): jobs, runs, job seconds by kind and share, the estimated wall minutes on
-    ``cores`` and whether it is within ``limits`` (``{"paper_minutes", "total_minutes"}``);
-    the timed run's wall and Snakemake CPU."""
+    ``cores`` (a local run's; None: a cluster run's, this machine's cores) and whether it is
+    within ``limits`` (``{"paper_minutes", "total_minutes"}``); the timed run's wall and
+    Snakemake CPU."""
+    cores = cores or os.cpu_count() or 1
     rows = job_table(root) + bench_table(bench)
     papers: dict[str, dict] = defaultdict(lambda: defaultdict(float))
     for r in rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -14,18 +15,24 @@ ENV = "FEDREPRO_DRIVER"
 
 
 def mark_driver() -> None:
-    """Name the calling process (the Snakemake driver) and its start to the jobs it starts."""
-    os.environ[ENV] = json.dumps({"pid": os.getpid(), "started": time.time()})
+    """Name the calling process (the Snakemake driver), its host and its start to the jobs
+    it starts."""
+    os.environ[ENV] = json.dumps(
+        {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    )
 
 
 def driver() -> dict | None:
     """The driver of this job: wall seconds since it started and its CPU seconds (Linux
-    /proc; None elsewhere), or None outside a workflow run."""
+    /proc on the driver's host; None elsewhere, e.g. a cluster job on another node, where
+    that pid is another process), or None outside a workflow run."""
     spec = os.environ.get(ENV)
     if not spec:
         return None
     info = json.loads(spec)
     out = {"wall_seconds": time.time() - float(info["started"]), "cpu_seconds": None}
+    if info.get("host") != socket.gethostname():
+        return out
     try:
         fields = Path(f"/proc/{int(info['pid'])}/stat").read_text().rsplit(")", 1)[1].split()
         out["cpu_seconds"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

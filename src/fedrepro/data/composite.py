@@ -13,15 +13,9 @@ import torch
 
 from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split
-from fedrepro.data.registry import get_dataset
+from fedrepro.data.registry import get_dataset, raw_sources
 
 __all__ = ["parse_composite", "raw_sources", "to_channels"]
-
-
-def raw_sources(name: str) -> tuple[str, ...]:
-    """The datasets whose downloaded files ``name`` is built from: its components, or itself."""
-    spec = get_dataset(name)
-    return spec.components or (spec.name,)
 
 
 def to_channels(images: torch.Tensor, channels: int) -> torch.Tensor:

@@ -20,6 +20,7 @@ __all__ = [
     "DatasetSpec",
     "RemoteFile",
     "get_dataset",
+    "raw_sources",
 ]
 
 
@@ -525,3 +526,9 @@ def get_dataset(name: str) -> DatasetSpec:
         raise ValueError(
             f"unknown dataset {name!r}; allowed: {', '.join(sorted(DATASETS))}"
         ) from None
+
+
+def raw_sources(name: str) -> tuple[str, ...]:
+    """The datasets whose downloaded files ``name`` is built from: its components, or itself."""
+    spec = get_dataset(name)
+    return spec.components or (spec.name,)
