@@ -17,10 +17,11 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/bench.smk"
 
 
-# local jobs run as forks of one process that has imported torch (config `forkserver`)
+# local jobs run as forks of one process that has imported torch (config `forkserver`); a
+# cluster job runs in its own allocation, never on a server beside the driver
 onstart:
     mark_driver()  # the jobs' view of this process (bench budget)
-    if config.get("forkserver", False):
+    if config.get("forkserver", False) and workflow.local_exec:
         FORKSERVER.start()
 
 

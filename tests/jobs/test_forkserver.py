@@ -101,3 +101,18 @@ def test_without_a_server_the_client_runs_the_plain_command(tmp_path):
         done = subprocess.run([*CLIENT, str(script), "a", "b"], env={**env, **extra},
                               capture_output=True, text=True, check=True)  # fmt: skip
         assert done.stdout.split(maxsplit=1)[1].strip() == "['a', 'b']"
+
+
+def test_a_slurm_job_runs_its_own_command_not_on_a_server_outside_its_allocation(tmp_path, server):
+    """A server started outside Slurm (a driver on the login node) would run a Slurm job's work
+    outside the job's limits and accounting (a 97 s pretraining recorded 17 MB and 0.04 CPU-s):
+    the job runs the plain command in its allocation; a client in the server's allocation (or
+    outside any, as the server) runs on it."""
+    script = tmp_path / "where.py"
+    script.write_text("import os\nprint(os.getpid())\n")
+    for job, on_server in ((None, True), ("4242", False)):
+        env = {k: v for k, v in server.items() if k != "SLURM_JOB_ID"}
+        client = subprocess.Popen([*CLIENT, str(script)], stdout=subprocess.PIPE, text=True,
+                                  env=env | ({"SLURM_JOB_ID": job} if job else {}))  # fmt: skip
+        out, _ = client.communicate(timeout=120)
+        assert client.returncode == 0 and (int(out) != client.pid) == on_server, job

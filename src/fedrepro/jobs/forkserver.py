@@ -9,9 +9,11 @@ Numbers are those of a fresh process: every job seeds what it draws, and nothing
 the server before it forks (tests/jobs/test_forkserver.py compares the saved files).
 
 Client (what a rule's shell runs): ``python -m fedrepro.jobs.forkserver SCRIPT ARGS…``.
-With ``FEDREPRO_FORKSERVER`` naming a live server that runs the same Python, the job runs
-there; otherwise (no server, a Slurm node, another interpreter) the client replaces itself
-with ``python SCRIPT ARGS…``, the plain command. Killing the client kills its job.
+With ``FEDREPRO_FORKSERVER`` naming a live server that runs the same Python in the same
+Slurm allocation (or both outside one), the job runs there; otherwise (no server, another
+node, another interpreter, a Slurm job beside a server outside it, whose work would escape
+the job's limits and accounting) the client replaces itself with ``python SCRIPT ARGS…``,
+the plain command. Killing the client kills its job.
 
 Server: ``python -m fedrepro.jobs.forkserver --serve SOCKET``, started and stopped by the
 Snakefile (config ``forkserver``, ``ForkServer``); it exits with the process that started
@@ -38,6 +40,7 @@ import traceback
 from pathlib import Path
 
 ENV = "FEDREPRO_FORKSERVER"
+ALLOCATION = "SLURM_JOB_ID"  # a Slurm job's processes have it, and only they
 PRELOAD = (
     "torch",
     "torch._dynamo",  # imported lazily by the first optimiser step otherwise
@@ -54,6 +57,13 @@ MAX_MESSAGE = 1 << 20
 def interpreter() -> list[str]:
     """What makes two Pythons the same for a job: the binary and the environment."""
     return [os.path.realpath(sys.executable), sys.prefix]
+
+
+def same_place(request: dict) -> bool:
+    """Whether a client's job may run here: the same Python, and the same Slurm allocation
+    or none (a job forked here is accounted and limited where this server is)."""
+    same_python = request.get("python") == interpreter()
+    return same_python and request.get("env", {}).get(ALLOCATION) == os.environ.get(ALLOCATION)
 
 
 class ForkServer:
@@ -168,10 +178,10 @@ def _accept(listener, running: dict, by_conn: dict) -> None:
     except (OSError, ValueError):
         conn.close()
         return
-    if request.get("python") != interpreter() or len(fds) != 3:
+    if not same_place(request) or len(fds) != 3:
         for fd in fds:
             os.close(fd)
-        _reply(conn, {"exit": None})  # another interpreter: the client runs it itself
+        _reply(conn, {"exit": None})  # not here: the client runs it itself
         return
     sys.stdout.flush()
     sys.stderr.flush()
