@@ -36,3 +36,23 @@ def test_covariate_shift_corrupts_at_the_models_input_size(paper_plan):
     assert {r["dataset"] for r in corrupted} == {"digit5", "office10"}
     for run in corrupted:
         assert prepared_size(paper_plan, run["dataset"]) == run["model"]["img_size"] == 32
+
+
+def _views(plan, entry: dict) -> dict | None:
+    """The views of an adaptation: its own, else its run's."""
+    own = entry["adapt"].get("views")
+    return own if own is not None else plan.runs[entry["run"]]["train"].get("views")
+
+
+def test_every_contrastive_view_is_perturbed_by_the_four_contrastive_perturbations(paper_plan):
+    """§4.1.1 "an augmentation module ... some perturbations" (ours: SupCon's random resized
+    crop, flip, colour jitter and grayscale): FedICON's training views and every test-time
+    adaptation's views of Eq. 7, whatever run it adapts (Local and FedAvg runs included)."""
+    perturbations = {"crop", "flip", "jitter", "grayscale"}
+    fedicon = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] == "fedicon"]
+    assert fedicon and all(set(r["train"]["views"]) == perturbations for r in fedicon)
+    adapting = [a for a in paper_plan.adapts.values() if a["adapt"]["method"] == "fedicon_test"
+                and (a["adapt"].get("tta_epochs", 5) or a["adapt"].get("online"))]  # fmt: skip
+    starts = {paper_plan.runs[a["run"]]["algorithm"]["name"] for a in adapting}
+    assert starts == {"fedicon", "local", "fedavg"}
+    assert all(set(_views(paper_plan, a)) == perturbations for a in adapting)

@@ -4,9 +4,43 @@ predicts in, and the two views of Eq. 7 whatever run the adaptation starts from.
 
 from __future__ import annotations
 
+import pytest
+import torch
+
 from fedrepro.fl.local import EVAL_BATCH
+from fedrepro.jobs.adapt import prepare_adapt
 from fedrepro.tta import adapt_method
+from tests.job_helpers import VIEWS
 from tests.tta.test_test_time import _adapt, trained
+
+
+def _tta_batches(tmp, run, adapt) -> list[torch.Tensor]:
+    job, _ = prepare_adapt(adapt, run, tmp / "data", tmp / "part.json", device="cpu")
+    batches, inner = [], job.algorithm.objective
+
+    def objective(ctx, x, y):
+        if job.algorithm.adapting(ctx.round):
+            batches.append(x.detach().clone())
+        return inner(ctx, x, y)
+
+    job.algorithm.objective = objective
+    job.run(None, log=lambda _: None)
+    return batches
+
+
+def test_eq7_views_differ_when_adapting_a_run_trained_without_augmentation(tmp_path):
+    """Eq. 7 pairs each test image with "the augmented sample of x": Table 5's TTA and
+    GIS+TTA adapt Local and FedAvg runs, which train without augmentation; the adaptation
+    brings its own views, so the two views of every image differ."""
+    run = trained(tmp_path)  # FedAvg without augmentation
+    adapt = {"method": "fedicon_test", "classifier_epochs": 0, "tta_epochs": 1, "views": VIEWS}
+    batches = _tta_batches(tmp_path, run, adapt)
+    assert batches
+    for x in batches:
+        b = len(x) // 2
+        assert all(not torch.equal(x[i], x[b + i]) for i in range(b))
+    with pytest.raises(ValueError, match="two views would be the same image.*adapt.views"):
+        _tta_batches(tmp_path, run, {**adapt, "views": None})
 
 
 def test_the_classifier_is_personalised_at_the_runs_batch_then_adapted_at_its_own(tmp_path):
@@ -15,7 +49,7 @@ def test_the_classifier_is_personalised_at_the_runs_batch_then_adapted_at_its_ow
     run = trained(tmp_path)  # training batch 16, about 100 training images a client
     seen = []
     adapt = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 1,
-             "batch_size": 64}  # fmt: skip
+             "batch_size": 64, "views": VIEWS}  # fmt: skip
     _adapt(tmp_path, run, adapt, seen)
     classifier = [n for r, _, n, _ in seen if r == 1]
     tta = [n for r, _, n, _ in seen if r == 2]

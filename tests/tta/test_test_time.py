@@ -21,7 +21,7 @@ from fedrepro.fl.contrastive import online_contrastive_loss, representation
 from fedrepro.jobs.adapt import adapt_run, prepare_adapt
 from fedrepro.jobs.train import train_run
 from fedrepro.models.cnn import FedIconCNN
-from tests.job_helpers import assert_adaptation_resumes, toy_job
+from tests.job_helpers import VIEWS, assert_adaptation_resumes, toy_job
 
 SHIFT = {"kind": "corrupt", "corruptions": "common9", "severity": 5}
 
@@ -134,7 +134,7 @@ def test_each_client_starts_from_its_own_local_tensors(tmp_path):
 def test_fedicon_test_personalises_the_classifier_then_adapts_the_encoder(tmp_path):
     run = trained(tmp_path)
     seen = []
-    adapt = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 1}
+    adapt = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 1, "views": VIEWS}
     job, before, state = _adapt(tmp_path, run, adapt, seen)
     assert {r for r, *_ in seen} == {1, 2}
     assert all(bool((y >= 0).all()) for r, *_, y in seen if r == 1)  # labelled training data
@@ -152,7 +152,7 @@ def test_fedicon_test_personalises_the_classifier_then_adapts_the_encoder(tmp_pa
 
 def test_adapting_one_client_never_changes_another(tmp_path):
     run = trained(tmp_path)
-    adapt = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 1}
+    adapt = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 1, "views": VIEWS}
     _, _, state = _adapt(tmp_path, run, adapt)
     job, _ = prepare_adapt(adapt, run, tmp_path / "data", tmp_path / "part.json", device="cpu")
     idx = job.clients.test[0]
@@ -216,7 +216,7 @@ def test_evaluate_under_shift_differs_from_the_clean_evaluation(tmp_path):
 @pytest.mark.parametrize("method", ["tent", "eata", "fedicon_test"])
 def test_a_killed_adaptation_resumes_to_identical_numbers(tmp_path, method):
     run = trained(tmp_path)
-    adapt = {"method": method, "classifier_epochs": 1, "tta_epochs": 2}
+    adapt = {"method": method, "classifier_epochs": 1, "tta_epochs": 2, "views": VIEWS}
     if method != "fedicon_test":
         adapt = {"method": method, "epochs": 3}
     assert_adaptation_resumes(adapt, run, tmp_path)
@@ -277,7 +277,7 @@ def test_online_fedicon_adapts_while_predicting_each_client_on_its_own(tmp_path)
     predictions, and one client's test images never move another client's numbers."""
     run = trained(tmp_path)
     base = {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": 0}
-    online = {**base, "online": True, "memory": 16}
+    online = {**base, "online": True, "memory": 16, "views": VIEWS}
     args = (run, tmp_path / "data", tmp_path / "part.json")
     plain = adapt_run(base, *args, tmp_path / "plain", device="cpu")
     a = adapt_run(online, *args, tmp_path / "a", device="cpu")

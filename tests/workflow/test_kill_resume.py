@@ -7,7 +7,14 @@ import subprocess
 
 import pytest
 
-from tests.job_helpers import adapt_cmd, kill_then_resume, run_metrics, toy_job, train_cmd
+from tests.job_helpers import (
+    VIEWS,
+    adapt_cmd,
+    kill_then_resume,
+    run_metrics,
+    toy_job,
+    train_cmd,
+)
 from tests.workflow_helpers import env
 
 ROUNDS = 12
@@ -26,7 +33,12 @@ def test_sigkill_at_a_random_round_then_rerun_matches_uninterrupted(tmp_path):
     [
         {"method": "finetune", "epochs": ROUNDS, "lr": 0.01},
         # test-time adaptation: unlabelled test images, two views, per-client state
-        {"method": "fedicon_test", "classifier_epochs": 1, "tta_epochs": ROUNDS - 1},
+        {
+            "method": "fedicon_test",
+            "classifier_epochs": 1,
+            "tta_epochs": ROUNDS - 1,
+            "views": VIEWS,
+        },  # fmt: skip
     ],
     ids=["finetune", "fedicon_test"],
 )

@@ -157,6 +157,15 @@ class FedICONTest(Local):
         self.temperature = float(temperature)
         self.base_temperature = None if base_temperature is None else float(base_temperature)
 
+    def configure(self, client_sizes, train_cfg, data=None, client_train=None) -> None:
+        super().configure(client_sizes, train_cfg, data, client_train)
+        adapts = self.online or int(train_cfg.get("rounds", 0)) > self.classifier_epochs
+        if adapts and data is not None and not data.views_differ:
+            raise ValueError(
+                "algorithm fedicon_test: Eq. 7's two views would be the same image "
+                "(no augmentation, no train.views): set adapt.views"
+            )
+
     def adapting(self, r: int) -> bool:
         return r > self.classifier_epochs
 

@@ -94,6 +94,7 @@ def device_data(split: Split, img_size: int | None, train: dict | None, stats: S
         flip_p=float(train.get("flip_p", 0.5)),
         rotate_p=float(train.get("rotate_p", 1.0)),
         erase=train.get("erase"),
+        views=train.get("views"),
         mean=tuple(stats[0]),
         std=tuple(stats[1]),
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from fedrepro.data.batches import MEAN, STD, augment, normalize, resize, to_input
+from fedrepro.data.views import perturb
 
 
 @dataclass
@@ -27,11 +28,18 @@ class DeviceData:
     erase: dict | None = None  # RandomErasing {p, scale}: fedrepro.data.batches.erase_boxes
     mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
     std: tuple[float, ...] = STD
+    # the perturbations of a contrastive view (fedrepro.data.views; FedICON's two views)
+    views: dict | None = None
 
     @property
     def augments(self) -> bool:
         """Whether a training batch is augmented (else a sample's input is fixed by its index)."""
         return bool(self.crop_pad or self.flip or self.rotate or self.erase)
+
+    @property
+    def views_differ(self) -> bool:
+        """Whether two contrastive views of one image differ (augmented or perturbed)."""
+        return self.augments or bool(self.views)
 
     def batch(
         self,
@@ -39,8 +47,10 @@ class DeviceData:
         generator: torch.Generator | None = None,
         transform=None,
         train: bool = False,
+        view: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs and labels for these indices; augmentation only when training."""
+        """Inputs and labels for these indices; augmentation only when training; a
+        contrastive ``view`` is perturbed by ``views`` on top (after any client transform)."""
         augmenting = train and self.augments
         native = augmenting and self.augment_at == "native"
         x = to_input(self.images[idx], None if native else self.img_size, self.channels)
@@ -60,15 +70,19 @@ class DeviceData:
             x = resize(x, self.img_size)
         if transform is not None:
             x = transform(x, generator)
+        if view and self.views:
+            x = perturb(x, generator, self.views)
         return normalize(x, self.mean, self.std), self.labels[idx]
 
     def view_of(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """An augmented view of inputs ``x`` this data already prepared (normalised, at the
-        input size): the training augmentation applied to them again (FedICON's online
-        test-time views)."""
+        input size): the training augmentation and the view's perturbations applied to them
+        again (FedICON's online test-time views)."""
         m = torch.tensor(self.mean[: x.shape[1]], device=x.device, dtype=x.dtype)
         s = torch.tensor(self.std[: x.shape[1]], device=x.device, dtype=x.dtype)
         raw = x * s.view(1, -1, 1, 1) + m.view(1, -1, 1, 1)
         aug = augment(raw, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode,
                       self.flip_p, self.rotate_p, self.erase)  # fmt: skip
+        if self.views:
+            aug = perturb(aug, generator, self.views)
         return normalize(aug, self.mean, self.std)

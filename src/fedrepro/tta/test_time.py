@@ -19,7 +19,10 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
   Adam at ``lr`` (10 × the run's rate when not given, FedTHE's setting) for ``the_steps`` steps.
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
   adaptation (``tta_epochs: 0`` leaves it out; ``online: true`` adapts sample by sample
-  while predicting, against a memory of ``memory`` training images, §4.2).
+  while predicting, against a memory of ``memory`` training images, §4.2) on two views
+  perturbed by ``views`` (``fedrepro.data.views``; None: the run's ``train.views``), so a
+  run trained without augmentation (Local, FedAvg: Table 5's TTA variants) gets two
+  different views too.
 """
 
 from __future__ import annotations
@@ -86,7 +89,10 @@ def _fedicon_test_config(run: dict, adapt: dict) -> dict:
                              "classifier_epochs >= 1")  # fmt: skip
         algorithm.update(online=True, memory=adapt["memory"], online_steps=adapt["online_steps"])
     rounds = int(adapt["classifier_epochs"]) + int(adapt["tta_epochs"])
-    return local_engine_config(run, adapt, algorithm, rounds)
+    cfg = local_engine_config(run, adapt, algorithm, rounds)
+    if adapt["views"] is not None:  # Eq. 7's own views, whatever the run trained with
+        cfg["train"]["views"] = adapt["views"]
+    return cfg
 
 
 def _nothing(model, algorithm) -> set[str]:
@@ -114,6 +120,7 @@ FEDICON_TEST = AdaptMethod(
         "classifier_batch_size": None,  # the run's training batch
         "tta_epochs": 5,
         "temperature": 0.1,
+        "views": None,  # the run's train.views
         "online": False,
         "memory": 256,
         "online_steps": 1,

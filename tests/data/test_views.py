@@ -1,0 +1,90 @@
+"""Contrastive view perturbations (fedrepro.data.views; FedICON §4.1.1): each image of a
+batch gets its own draw, and each operation is torchvision's at that image's parameters."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torchvision.transforms.v2.functional as TF
+
+from fedrepro.data.views import (
+    brightness_of,
+    contrast_of,
+    crop_boxes,
+    hue_of,
+    perturb,
+    resized_crops,
+    saturation_of,
+)
+from tests.job_helpers import VIEWS
+
+
+def _images(n=6, size=12, seed=0):
+    x = torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
+    x[0] = 0.5  # a grey image (no hue)
+    x[1, :, :4] = 0.0  # black pixels
+    return x
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (brightness_of, TF.adjust_brightness),
+        (contrast_of, TF.adjust_contrast),
+        (saturation_of, TF.adjust_saturation),
+    ],  # fmt: skip
+)
+def test_each_blend_is_torchvisions_at_each_images_factor(ours, theirs):
+    x, f = _images(), torch.tensor([0.0, 0.3, 0.6, 1.0, 1.4, 2.0])
+    out = ours(x, f)
+    for i in range(len(x)):
+        assert torch.allclose(out[i], theirs(x[i], float(f[i])), atol=1e-6), i
+
+
+def test_hue_is_torchvisions_at_each_images_shift():
+    x, shift = _images(), torch.tensor([-0.5, -0.1, 0.0, 0.05, 0.3, 0.5])
+    out = hue_of(x, shift)
+    for i in range(len(x)):
+        assert torch.allclose(out[i], TF.adjust_hue(x[i], float(shift[i])), atol=1e-5), i
+
+
+def test_crop_boxes_fit_and_follow_the_area_and_ratio_ranges():
+    boxes = crop_boxes(2000, 32, 24, torch.Generator().manual_seed(0), (0.2, 1.0), (0.75, 4 / 3))
+    left, top, right, bottom = boxes.unbind(1)
+    w, h = right - left, bottom - top
+    assert bool((left >= 0).all() and (top >= 0).all() and (right <= 24).all())
+    assert bool((bottom <= 32).all() and (w >= 1).all() and (h >= 1).all())
+    area = w * h / (32 * 24)
+    assert area.min() > 0.15 and area.max() <= 1.0 and 0.5 < area.mean() < 0.7
+    log_ratio = (w / h).log()
+    assert log_ratio.abs().max() < math.log(4 / 3) + 0.2  # rounding to whole pixels
+    assert len({tuple(b.tolist()) for b in boxes}) > 1000  # per image
+
+
+def test_a_resized_crop_is_the_bilinear_resize_of_its_box():
+    x = _images()
+    whole = torch.tensor([[0.0, 0.0, 12.0, 12.0]] * 6)
+    assert torch.equal(resized_crops(x, whole), x)
+    left_half = torch.tensor([[0.0, 0.0, 6.0, 12.0]] * 6)
+    want = F.interpolate(x[..., :6], size=(12, 12), mode="bilinear", align_corners=False)
+    # equal inside; at the box's edge the crop reads its neighbours instead of repeating
+    assert torch.allclose(resized_crops(x, left_half)[..., 1:-1], want[..., 1:-1], atol=1e-6)
+
+
+def test_views_differ_per_image_repeat_per_seed_and_apply_only_what_is_named():
+    x = _images(n=16)
+    a = perturb(x, torch.Generator().manual_seed(1), VIEWS)
+    b = perturb(x, torch.Generator().manual_seed(2), VIEWS)
+    again = perturb(x, torch.Generator().manual_seed(1), VIEWS)
+    assert torch.equal(a, again) and not torch.equal(a, b)
+    assert all(not torch.equal(a[i], b[i]) for i in range(16))
+    assert a.min() >= 0 and a.max() <= 1
+    assert torch.equal(perturb(x, None, {}), x)
+    assert torch.equal(perturb(x, None, {"flip": 1.0}), TF.horizontal_flip(x))
+    grey = perturb(x, None, {"grayscale": 1.0})
+    assert torch.equal(grey, TF.rgb_to_grayscale(x, num_output_channels=3))
+    with pytest.raises(ValueError, match="views: unknown perturbation"):
+        perturb(x, None, {"blur": 1.0})
