@@ -40,6 +40,7 @@ def part(spec: dict, seed: int = 0) -> dict:
         ({**DIR, "variant": "fedhpl_disjoint", "alpha": 0.5}, "'beta' is unknown"),
         ({"scheme": "dirichlet", "variant": "fedhpl_disjoint", "clients": 4}, "'alpha'"),
         ({"scheme": "fedhpl_overlap", "alpha_range": [1.0, 0.1], "clients": 4}, "'alpha_range'"),
+        ({"scheme": "fedhpl_overlap", "alpha": 0.5, "draw": "rows", "clients": 4}, "'draw'"),
         ({"scheme": "label_quantity", "k": 5, "clients": 4}, "'k'"),
         (
             {"scheme": "feature_noise", "sigma": 0.1, "noise_param": "sd", "clients": 4},

@@ -119,8 +119,35 @@ def test_fedhpl_alpha_is_drawn_from_its_range_with_the_seed() -> None:
         assert min(len(x) for x in trains(part(spec, seed=s))) >= 0.05 * len(TRAIN)
 
 
-def test_fedhpl_overlap_takes_floor_shares_from_the_whole_class_pool() -> None:
-    result = part({"scheme": "fedhpl_overlap", "alpha": 0.5, "clients": 5})
+def test_fedhpl_dir_draws_each_class_over_the_clients_and_the_clients_overlap() -> None:
+    """App. B.2's Dir ("for each class c, the number of samples in class c on client k"):
+    each class's shares over the K clients follow Dir_K(α) and every client samples its
+    share from the whole class pool, so together the clients hold the training set (Table
+    10 prices Dir's upload as IID's) and they overlap. The other reading (a client's shares
+    over the classes) gave the five clients about K/C of it."""
+    labels = balanced_labels(50, 100, seed=3)  # 5,000 images, 100 classes
+    alpha, k = 0.5, 5
+    squares = []
+    for seed in range(3):
+        spec = {"scheme": "fedhpl_overlap", "alpha": alpha, "clients": k, "test_mode": "global"}
+        result = make_partition(spec, labels, labels[:0], num_classes=100, seed=seed)
+        lists = trains(result)
+        assert all(len(np.unique(x)) == len(x) for x in lists)  # no repeats within a client
+        joined = np.concatenate(lists)
+        assert len(joined) == len(labels)  # the clients together: the whole training set
+        assert len(np.unique(joined)) < 0.9 * len(joined)  # ... with overlap
+        shares = np.asarray(result["histogram"]["train"]) / 50  # [K, C]
+        assert np.allclose(shares.sum(axis=0), 1.0)  # every class shared out over the clients
+        squares += (shares**2).sum(axis=0).tolist()
+    # E[Σ_k q_k²] = (α + 1) / (Kα + 1) under Dir_K(α): 0.43 here (Dir_C(α) per client: 0.02)
+    assert abs(np.mean(squares) - (alpha + 1) / (k * alpha + 1)) < 0.05
+
+
+def test_fedhpl_dir_per_client_reading_takes_floor_shares_of_each_class() -> None:
+    """``draw: per_client``, the other reading: client k's shares over the classes, so each
+    client holds about one class's worth of images."""
+    spec = {"scheme": "fedhpl_overlap", "draw": "per_client", "alpha": 0.5, "clients": 5}
+    result = part(spec)
     lists = trains(result)
     assert all(len(np.unique(x)) == len(x) for x in lists)  # no duplicates within a client
     joined = np.concatenate(lists)

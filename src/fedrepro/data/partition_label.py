@@ -72,13 +72,51 @@ def dirichlet(p: Params, data: PartitionData, rng: np.random.Generator) -> list[
     return [ClientPart(tr, te) for tr, te in zip(train, test, strict=True)]
 
 
+OVERLAP_DRAWS = ("per_class", "per_client")
+
+
 def fedhpl_overlap(p: Params, data: PartitionData, rng: np.random.Generator) -> list[ClientPart]:
-    """FedHPL "Dir": client k draws q_k ~ Dir_C(α) and takes ⌊q_kc·N_c⌋ images of class c
-    from the whole class pool, independently of the other clients (so clients overlap)."""
+    """FedHPL "Dir" (App. B.2): clients hold overlapping samples.
+
+    ``draw: per_class`` (the text: "for each class c, the number of samples in class c on
+    client k"): each class's shares over the K clients are drawn from Dir_K(α) and cut as
+    the disjoint Non-IID split cuts them (so the counts are the Non-IID split's), then every
+    client samples its count of class c from the whole class pool, independently of the
+    others: together the clients hold about the training set, with overlap.
+    ``draw: per_client`` (the other reading): client k draws q_k ~ Dir_C(α) over the classes
+    and takes ⌊q_kc·N_c⌋ images of class c, so a client holds about N/C images.
+    """
+    draw = p.choice("draw", OVERLAP_DRAWS, "per_class")
     alpha = fedhpl_alpha(p, rng)
     pools = class_pools(data.train_labels, data.num_classes)
     counts = np.array([len(pool) for pool in pools])
     min_size = fedhpl_min_size(p, len(data.train_labels))
+    if draw == "per_class":
+        parts, _ = dirichlet_label_split(
+            pools, data.num_clients, alpha, rng, cap_total=None, rounding="floor",
+            min_size=min_size,
+        )  # fmt: skip
+        sizes = np.stack([np.bincount(data.train_labels[x], minlength=len(pools)) for x in parts])
+    else:
+        sizes = _per_client_sizes(p, data, alpha, counts, min_size, rng)
+    clients = []
+    for k in range(data.num_clients):
+        taken = [rng.choice(pools[c], n, replace=False) for c, n in enumerate(sizes[k]) if n]
+        train = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
+        clients.append(ClientPart(rng.permutation(train)))
+    return clients
+
+
+def _per_client_sizes(
+    p: Params,
+    data: PartitionData,
+    alpha: float,
+    counts: np.ndarray,
+    min_size: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``draw: per_client``: client k's count of class c is ⌊q_kc·N_c⌋, q_k ~ Dir_C(α),
+    resampling a client until it holds ``min_size``."""
     if min_size > counts.max():
         raise p.error(
             "min_share",
@@ -90,17 +128,10 @@ def fedhpl_overlap(p: Params, data: PartitionData, rng: np.random.Generator) -> 
         sizes = np.floor(shares * counts).astype(np.int64)
         short = sizes.sum(axis=1) < min_size
         if not short.any():
-            break
+            return sizes
         # Clients are independent, so redrawing only the short ones is resample-until-min.
         shares[short] = rng.dirichlet(np.full(data.num_classes, alpha), size=int(short.sum()))
-    else:
-        raise RuntimeError(f"partition: fedhpl_overlap could not reach {min_size} per client")
-    clients = []
-    for k in range(data.num_clients):
-        parts = [rng.choice(pools[c], n, replace=False) for c, n in enumerate(sizes[k]) if n]
-        train = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        clients.append(ClientPart(rng.permutation(train)))
-    return clients
+    raise RuntimeError(f"partition: fedhpl_overlap could not reach {min_size} per client")
 
 
 def label_quantity(p: Params, data: PartitionData, rng: np.random.Generator) -> list[ClientPart]:
