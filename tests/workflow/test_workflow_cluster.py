@@ -5,6 +5,7 @@ tests/workflow/test_slurm.py runs the workflow on a real one-node Slurm cluster.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -33,3 +34,20 @@ def test_parsing_the_workflow_imports_no_torch():
                 for line in res.stderr.splitlines() if line.startswith("import time:")}  # fmt: skip
     assert "fedrepro.experiments.plan" in imported  # the workflow was parsed
     assert not {m for m in imported if m.split(".")[0] == "torch"}
+
+
+def test_every_rule_that_can_run_as_a_slurm_job_declares_its_memory_and_time(tmp_path):
+    """Without mem_mb and runtime a Slurm job gets Snakemake's default 1,000 MB and no attempt
+    factor: partitions and data jobs were killed for memory on every attempt. Each job of the
+    default but the local rules (the targets, the probe table) declares both, from the plan
+    (config `scales.<scale>.resources`, times the attempt)."""
+    res = snakemake("-n", "--executor", "slurm", "--jobs", "1", "--config", f"results={tmp_path}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    undeclared = set()
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        resources = re.search(r"^\s+resources: (.*)$", block, re.M)
+        if head and not re.search(r"\bruntime=\d+.*\bmem_mb=\d+|\bmem_mb=\d+.*\bruntime=\d+",
+                                  resources[1]):  # fmt: skip
+            undeclared.add(head[1])
+    assert undeclared == {"all", "probe_table"}

@@ -16,6 +16,7 @@ rule bench_workload:
         ENV
     threads: bench_threads
     resources:
+        **resources("bench"),
         gpu=bench_gpus,
     params:
         script=cli_script("bench.py"),
@@ -36,6 +37,8 @@ rule bench_clients:
     conda:
         ENV
     threads: bench_threads
+    resources:
+        **resources("bench"),
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["clients"]),
@@ -54,6 +57,8 @@ rule bench_dag:
     conda:
         ENV
     threads: 1
+    resources:
+        **resources("bench"),
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["dag"]),
@@ -73,6 +78,8 @@ rule bench_cost:
         f"{B}/benchmarks/cost.tsv"
     conda:
         ENV
+    resources:
+        **resources("bench"),
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(BENCH["cost"]),
@@ -103,6 +110,8 @@ rule bench_page:
         f"{B}/benchmarks/page.tsv"
     conda:
         ENV
+    resources:
+        **resources("bench"),
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(
@@ -134,6 +143,8 @@ rule bench_budget:
         f"{B}/logs/budget.log",
     conda:
         ENV
+    resources:
+        **resources("bench"),
     params:
         script=cli_script("bench.py"),
         spec=json.dumps(

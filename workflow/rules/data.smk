@@ -29,6 +29,8 @@ rule prepare_data:
         dataset=TRAIN_TEST,
     conda:
         ENV
+    resources:
+        **resources("data"),
     params:
         command=job_command("prepare_data.py"),
         scale=SCALE,
@@ -62,6 +64,8 @@ rule partition:
         f"{R}/benchmarks/partition/{{pid}}.tsv"
     conda:
         ENV
+    resources:
+        **resources("partition"),
     params:
         command=job_command("partition.py"),
         spec=lambda wildcards: json.dumps(PLAN.partitions[wildcards.pid]),

@@ -22,6 +22,8 @@ rule table:
         f"{R}/benchmarks/items/{{paper}}/{{item}}.tsv"
     conda:
         ENV
+    resources:
+        **resources("item"),
     params:
         manifest=item_manifest,
         title=lambda wildcards: item_text(wildcards, "title"),
@@ -61,6 +63,8 @@ rule claims:
         f"{R}/benchmarks/claims/{{paper}}.tsv"
     conda:
         ENV
+    resources:
+        **resources("claims"),
     params:
         spec=lambda wildcards: PLAN.claims[wildcards.paper],
         manifests=claims_manifests,
