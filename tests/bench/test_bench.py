@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.bench.cost import paper_plan, partition_counts, run_flops
+from fedrepro.bench.cost import known_sizes, paper_plan, partition_counts, run_flops
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
@@ -104,7 +104,7 @@ def test_run_flops_counts_rounds_epochs_participation_and_evaluations():
 def test_every_paper_dataset_has_split_sizes_and_each_adaptation_is_costed():
     """The cost job reads split sizes for every dataset of the paper plan (a missing one
     failed the default's ``bench_cost`` once FedPCE's Digits came in)."""
-    sizes = load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"]
+    sizes = known_sizes(load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"])
     plan = paper_plan(REPO)
     for name in {r["dataset"] for r in plan.runs.values()}:
         assert name in sizes, name
@@ -128,10 +128,23 @@ def test_every_paper_dataset_has_split_sizes_and_each_adaptation_is_costed():
     assert run_flops(engine, sizes, memo)["flops"] > 0, aid
 
 
+def test_split_sizes_come_from_the_registry_and_the_config_holds_assumptions_only():
+    """FedPCE's Digits are counted from the registry (SYN: Roy et al.'s 10,000 / 2,000 of
+    §4.1), not from a second copy in the config; a dataset in both is refused."""
+    assumed = load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"]
+    sizes = known_sizes(assumed)
+    assert "digits" not in assumed and "cifar10" not in assumed
+    assert sizes["digits"]["domains"]["syn"] == {"train": 10_000, "test": 2_000}
+    assert sizes["digits"]["domains"]["usps"] == {"train": 7_291, "test": 2_007}
+    assert sizes["cifar100"] == {"train": 50_000, "test": 10_000}
+    with pytest.raises(ValueError, match=r"\['cifar10'\] recorded in the data registry"):
+        known_sizes({**assumed, "cifar10": {"train": 1, "test": 1}})
+
+
 def test_every_fedicon_algorithm_and_test_time_method_is_costed():
     """FedTHE's first round read the client's labels, which a counted client does not have:
     the default's ``bench_cost`` failed once FedTHE entered the paper plan."""
-    sizes = load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"]
+    sizes = known_sizes(load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"])
     plan = paper_plan(REPO)
     configs = {}
     for run in plan.runs.values():

@@ -7,6 +7,8 @@ import os
 import pickle
 import struct
 import tarfile
+import zipfile
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,10 +16,11 @@ import scipy.io
 import torch
 from PIL import Image
 
+from fedrepro.data.download import download
 from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, load_split, save_split
 from fedrepro.data.rawfiles import safe_unpickle
-from fedrepro.data.registry import CORRUPTIONS
+from fedrepro.data.registry import CORRUPTIONS, DATASETS
 
 RNG = np.random.default_rng(0)
 
@@ -152,6 +155,80 @@ def test_mnistm_pt_tar_gz_and_folder_tree(tmp_path):
     assert out["train"].labels.tolist() == [4, 5, 6]
     assert out["test"].labels.tolist() == [0, 1]  # class folders "1", "3" in sorted order
     assert torch.equal(out["test"].images, torch.from_numpy(x_te))
+
+
+# --- SYN: Roy et al.'s Synthetic Digits -----------------------------------------------------------
+
+
+@pytest.fixture
+def small_syn(monkeypatch):
+    """The registry's SYN counting this tree's 20 / 10 images (the release: 10,000 / 2,000)."""
+    monkeypatch.setitem(DATASETS, "syn", replace(DATASETS["syn"], sizes=(20, 10)))
+
+
+def _syn_tree(root, per_digit=(("imgs_train", 2), ("imgs_valid", 1))):
+    """synthetic_digits/imgs_{train,valid}/<digit>/*.jpg as the Kaggle release lays it out,
+    40×36 px (so the parser resizes); digit d's images are flat gray 20·d + 10."""
+    for folder, n in per_digit:
+        for d in range(10):
+            for i in range(n):
+                flat = np.full((40, 36, 3), 20 * d + 10, np.uint8)
+                _jpeg(root / "synthetic_digits" / folder / str(d) / f"img_{i}_{d}.jpg", flat)
+
+
+def test_syn_folder_tree_in_digit_order_at_32px(tmp_path, small_syn):
+    _syn_tree(tmp_path)
+    out = parse("syn", tmp_path)
+    assert out["train"].images.shape == (20, 32, 32, 3) and out["test"].images.shape[0] == 10
+    assert out["train"].labels.tolist() == [d for d in range(10) for _ in range(2)]
+    assert out["test"].labels.tolist() == list(range(10))  # valid images: our test split
+    for split in out.values():  # each image carries its own digit's gray
+        means = split.images.float().mean((1, 2, 3))
+        assert torch.allclose(means, 20 * split.labels.float() + 10, atol=2)
+
+
+def test_syn_from_the_staged_zip(tmp_path, small_syn):
+    _syn_tree(tmp_path / "unzipped")
+    (tmp_path / "staged").mkdir()
+    with zipfile.ZipFile(tmp_path / "staged" / "synthetic-digits.zip", "w") as zf:
+        for path in sorted((tmp_path / "unzipped").rglob("*.jpg")):
+            zf.write(path, path.relative_to(tmp_path / "unzipped").as_posix())
+    out = parse("syn", tmp_path / "staged")
+    assert out["train"].labels.tolist() == [d for d in range(10) for _ in range(2)]
+
+
+def test_syn_is_checked_by_content(tmp_path, small_syn):
+    with pytest.raises(FileNotFoundError, match="no synthetic_digits/ folder"):
+        parse("syn", tmp_path)
+    _syn_tree(tmp_path)
+    (tmp_path / "synthetic_digits" / "imgs_valid" / "4" / "img_0_4.jpg").unlink()
+    with pytest.raises(ValueError, match=r"imgs_valid: 9 images, expected 10"):
+        parse("syn", tmp_path)
+    for f in (tmp_path / "synthetic_digits" / "imgs_train" / "7").iterdir():
+        f.unlink()
+    (tmp_path / "synthetic_digits" / "imgs_train" / "7").rmdir()
+    with pytest.raises(FileNotFoundError, match=r"imgs_train: no class folder\(s\) 7"):
+        parse("syn", tmp_path)
+
+
+def test_syn_is_roy_et_al_not_synthdigits():
+    """FedPCE §4.1: SYN (Roy et al., 2018) has 10,000 training and 2,000 validation images;
+    it is staged by hand (Kaggle) and Digits' fourth domain."""
+    spec = DATASETS["syn"]
+    assert dict(zip(spec.splits, spec.sizes, strict=True)) == {"train": 10_000, "test": 2_000}
+    (remote,) = spec.remote
+    assert remote.url is None and remote.extracted == "synthetic_digits"
+    assert "prasunroy/synthetic-digits" in remote.note
+    assert DATASETS["digits"].components[-1] == "syn"
+    assert "synthdigits" in DATASETS["digit5"].components  # FedICON's Digit-5 keeps Ganin's
+
+
+def test_syn_not_staged_is_one_line_naming_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        download("syn", tmp_path)
+    message = str(err.value)
+    assert "\n" not in message and str(tmp_path / "syn" / "synthetic-digits.zip") in message
+    assert "kaggle datasets download -d prasunroy/synthetic-digits" in message
 
 
 # --- USPS ----------------------------------------------------------------------------------------

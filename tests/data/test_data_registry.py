@@ -19,6 +19,7 @@ EXPECTED = {  # name: (classes, channels, native size, splits, domains)
     "mnist": (10, 1, 28, ("train", "test"), 0),
     "usps": (10, 1, 16, ("train", "test"), 0),
     "synthdigits": (10, 3, 32, ("train", "test"), 0),
+    "syn": (10, 3, 32, ("train", "test"), 0),
     "mnistm": (10, 3, 28, ("train", "test"), 0),
     "digits": (10, 3, 32, ("train", "test"), 4),
     "digit5": (10, 3, 32, ("train", "test"), 5),
@@ -89,8 +90,10 @@ def test_remote_files_are_checksummed_or_explained(name):
             assert re.fullmatch(r"[0-9a-f]{32}", remote.md5)
         if remote.sha256:
             assert re.fullmatch(r"[0-9a-f]{64}", remote.sha256)
-        if remote.url is None:  # Google-Drive-only: the note says where and what to stage
-            assert "Google Drive" in remote.note and remote.filename in remote.note
+        if remote.url is None:  # Google Drive or Kaggle only: the note says where and what
+            assert ("Google Drive" in remote.note or "Kaggle" in remote.note) and (
+                remote.filename in remote.note
+            )
         else:
             assert remote.url.startswith(("http://", "https://"))
             assert remote.url.endswith(remote.filename)

@@ -1,15 +1,17 @@
-"""FedPCE's Digits: MNIST, SVHN, USPS and SynthDigits as the four domains of ``digits``, all
-32 px RGB; synthesized per component at mini scale, composed from the components' own raw
-folders at paper scale (tiny fake files here, no network)."""
+"""FedPCE's Digits: MNIST, SVHN, USPS and SYN (Roy et al.'s Synthetic Digits) as the four
+domains of ``digits``, all 32 px RGB; synthesized per component at mini scale, composed from
+the components' own raw folders at paper scale (tiny fake files here, no network)."""
 
 import bz2
 import gzip
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import scipy.io
 import torch
+from PIL import Image
 
 from fedrepro.data import composite
 from fedrepro.data.build import prepare
@@ -17,10 +19,10 @@ from fedrepro.data.composite import parse_composite, raw_sources, to_channels
 from fedrepro.data.imageops import resize_images
 from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, load_split
-from fedrepro.data.registry import DIGITS, DatasetSpec, get_dataset
+from fedrepro.data.registry import DATASETS, DIGITS, DatasetSpec, get_dataset
 from fedrepro.data.synthetic import synthesize
 
-DOMAINS = ["mnist", "svhn", "usps", "synthdigits"]
+DOMAINS = ["mnist", "svhn", "usps", "syn"]
 RNG = np.random.default_rng(0)
 
 
@@ -77,7 +79,7 @@ def test_mini_domains_are_the_components_analogs():
     for gray in ("mnist", "usps"):  # 1-channel renders repeated: three equal channels
         assert torch.equal(img[gray][..., 0], img[gray][..., 1])
         assert torch.equal(img[gray][..., 0], img[gray][..., 2])
-    for colour in ("svhn", "synthdigits"):
+    for colour in ("svhn", "syn"):
         assert not torch.equal(img[colour][..., 0], img[colour][..., 1])
     means = torch.stack([img[name].mean(0) for name in DOMAINS]).flatten(1)
     assert torch.cdist(means, means).triu(1)[torch.ones(4, 4).triu(1).bool()].min() > 100
@@ -116,21 +118,24 @@ def _usps_lines(labels):
 
 
 def _fake_raw_tree(root):
-    """Tiny raw files of the four components, each in its real on-disk format and folder;
-    returns the number of (train, test) images per component."""
-    counts = {"mnist": (3, 2), "svhn": (2, 2), "usps": (2, 1), "synthdigits": (2, 3)}
+    """Tiny raw files of the four components, each in its real on-disk format and folder
+    (SYN: the Kaggle release's synthetic_digits/imgs_{train,valid}/<digit>/ tree, all ten
+    folders, images in the first few); returns the (train, test) images per component."""
+    counts = {"mnist": (3, 2), "svhn": (2, 2), "usps": (2, 1), "syn": (2, 3)}
     (root / "mnist").mkdir(parents=True)
     for prefix, n in zip(("train", "t10k"), counts["mnist"], strict=True):
         images = RNG.integers(0, 256, (n, 28, 28))
         (root / "mnist" / f"{prefix}-images-idx3-ubyte.gz").write_bytes(_idx(images))
         (root / "mnist" / f"{prefix}-labels-idx1-ubyte.gz").write_bytes(_idx(np.arange(n) % 10))
     (root / "svhn").mkdir()
-    (root / "synthdigits").mkdir()
     for split, i in (("train", 0), ("test", 1)):
         n = counts["svhn"][i]
         _mat(root / "svhn" / f"{split}_32x32.mat", _rgb(n, 32), np.arange(n) % 10)
-        n = counts["synthdigits"][i]
-        _mat(root / "synthdigits" / f"synth_{split}_32x32.mat", _rgb(n, 32), np.arange(n) % 10)
+        tree = root / "syn" / "synthetic_digits" / ("imgs_train", "imgs_valid")[i]
+        for d in range(10):
+            (tree / str(d)).mkdir(parents=True)
+            if d < counts["syn"][i]:
+                Image.fromarray(_rgb(1, 40)[0]).save(tree / str(d) / "a.png")
     (root / "usps").mkdir()
     for name, n in zip(("usps.bz2", "usps.t.bz2"), counts["usps"], strict=True):
         (root / "usps" / name).write_bytes(bz2.compress(_usps_lines(np.arange(n) % 10)))
@@ -141,7 +146,8 @@ def _rgb(n, size):
     return RNG.integers(0, 256, (n, size, size, 3), dtype=np.uint8)
 
 
-def test_paper_prepare_composes_the_components_raw_folders(tmp_path):
+def test_paper_prepare_composes_the_components_raw_folders(tmp_path, monkeypatch):
+    monkeypatch.setitem(DATASETS, "syn", replace(DATASETS["syn"], sizes=(2, 3)))  # this tree's
     root = tmp_path / "data_root"
     counts = _fake_raw_tree(root)
     out = tmp_path / "prepared"
@@ -161,7 +167,7 @@ def test_paper_prepare_composes_the_components_raw_folders(tmp_path):
             assert torch.equal(split.images[block], expected)
     native = {c: parse(c, root / c)["train"].images.shape[1:] for c in DOMAINS}
     assert native == {  # so MNIST and USPS were resized and made RGB
-        "mnist": (28, 28, 1), "svhn": (32, 32, 3), "usps": (16, 16, 1), "synthdigits": (32, 32, 3)
+        "mnist": (28, 28, 1), "svhn": (32, 32, 3), "usps": (16, 16, 1), "syn": (32, 32, 3)
     }  # fmt: skip
 
 

@@ -56,7 +56,7 @@ def _cifar10_model():
 
 
 MANY = {"cifar100": 20, "tinyimagenet": 10, "pretrain_source": 20}
-ANALOGS = ["cifar10", "cifar100", "svhn", "fmnist", "mnist", "usps", "synthdigits", "mnistm",
+ANALOGS = ["cifar10", "cifar100", "svhn", "fmnist", "mnist", "usps", "synthdigits", "syn", "mnistm",
            "tinyimagenet", "domainnet", "office10", "pretrain_source"]  # fmt: skip
 
 

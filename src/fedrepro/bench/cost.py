@@ -4,7 +4,8 @@ Every paper-scale run and adaptation of the plan contributes (training samples �
 training step) + (evaluated samples × FLOPs per forward); an adaptation is counted as the
 engine run it is. Sample counts come from the run's own partition and cohort, built by the
 real partitioner on label arrays of the real split sizes (balanced classes; a domain
-dataset gets its domains' sizes, one for all or one each); FLOPs are counted on the meta
+dataset gets its domains' sizes, one for all or one each): the registry's where it records
+them, else the config's assumptions (``bench.cost.split_sizes``); FLOPs are counted on the meta
 device (``fedrepro.bench.flops``). Hours follow from a throughput: measured on a GPU when
 one ran the benchmark, otherwise an assumed peak × MFU, stated beside the result.
 """
@@ -19,7 +20,7 @@ import numpy as np
 
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.data.partition import make_partition
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.registry import DATASETS, split_sizes
 from fedrepro.experiments.config import deep_merge, load_yaml
 from fedrepro.experiments.plan import build_plan
 from fedrepro.fl.engine import in_cohort
@@ -34,6 +35,19 @@ def paper_plan(repo: Path, papers: list[str] | None = None):
     if papers:
         config["papers"] = list(papers)
     return build_plan(config, repo)
+
+
+def known_sizes(assumed: dict) -> dict:
+    """Images per split of every dataset: the registry's published counts
+    (``fedrepro.data.registry.split_sizes``), and ``assumed`` (``bench.cost.split_sizes``) for
+    those the registry does not record; a dataset in both is refused (one source each)."""
+    recorded = {name: sizes for name in DATASETS if (sizes := split_sizes(name)) is not None}
+    twice = sorted(set(recorded) & set(assumed))
+    if twice:
+        raise ValueError(
+            f"bench.cost.split_sizes: {twice} recorded in the data registry already; remove them"
+        )
+    return {**assumed, **recorded}
 
 
 def _labels(n: int, num_classes: int) -> np.ndarray:
@@ -57,7 +71,9 @@ def partition_counts(run: dict, sizes: dict) -> dict:
     sizes; with ``cv`` each client's shares are pooled and one fold is its test."""
     spec = DATASETS[run["dataset"]]
     if run["dataset"] not in sizes:
-        raise ValueError(f"bench.cost.split_sizes: no sizes for dataset {run['dataset']!r}")
+        raise ValueError(
+            f"bench.cost.split_sizes: no sizes for dataset {run['dataset']!r} (nor in the registry)"
+        )
     size = sizes[run["dataset"]]
     kw = {}
     if spec.domains:
@@ -134,7 +150,7 @@ def measured_rate(results: list[dict]) -> dict | None:
 def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None) -> dict:
     """GPU-hours per paper and in total; ``measured`` = {"device", "flops_per_s"} from a GPU."""
     plan = paper_plan(repo, cost_cfg.get("papers"))
-    sizes = cost_cfg["split_sizes"]
+    sizes = known_sizes(cost_cfg["split_sizes"])
     if measured:
         rate, device, how = measured["flops_per_s"], measured["device"], "measured"
     else:

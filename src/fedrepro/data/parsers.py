@@ -238,11 +238,22 @@ def _mnistm_split(raw_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return load_images(paths, None), np.asarray(labels)
 
 
-def _class_folder_files(root: Path) -> tuple[list[Path], list[int]]:
+def _class_folder_files(
+    root: Path, classes: tuple[str, ...] | None = None
+) -> tuple[list[Path], list[int]]:
+    """Image files of a ``root/<class>/`` tree and their labels: the folders ``classes`` in
+    that order (each must exist), or every sub-folder in name order."""
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no such folder")
+    if classes is None:
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+    else:
+        missing = [c for c in classes if not (root / c).is_dir()]
+        if missing:
+            raise FileNotFoundError(f"{root}: no class folder(s) {', '.join(missing)}")
+        folders = [root / c for c in classes]
     paths, labels = [], []
-    for label, folder in enumerate(sorted(p for p in root.iterdir() if p.is_dir())):
+    for label, folder in enumerate(folders):
         files = sorted(f for f in folder.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
         paths += files
         labels += [label] * len(files)
@@ -251,6 +262,42 @@ def _class_folder_files(root: Path) -> tuple[list[Path], list[int]]:
 
 def _parse_mnistm(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
     return {split: _split(*_mnistm_split(raw_dir, split), spec) for split in ("train", "test")}
+
+
+# --- SYN: Roy et al.'s Synthetic Digits (FedPCE's SYN), a Kaggle folder tree ---------------------
+
+# our split name -> the release's folder (the authors' code reads imgs_train and imgs_valid)
+_SYN_FOLDERS = {"train": "imgs_train", "test": "imgs_valid"}
+
+
+def _parse_syn_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
+    """``synthetic_digits/imgs_{train,valid}/<digit>/<image>``, from the staged folder or the
+    staged zip (extracted once). No checksum is published: each split must hold the ten digit
+    folders and exactly the registry's image count (§4.1: 10,000 and 2,000)."""
+    try:
+        root = _find(raw_dir, "synthetic_digits")
+    except FileNotFoundError:
+        for archive in sorted(raw_dir.glob("*.zip")):
+            extract_once(archive, raw_dir)
+        try:
+            root = _find(raw_dir, "synthetic_digits")
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{raw_dir}: no synthetic_digits/ folder (nor a .zip holding one); stage the "
+                "Kaggle release prasunroy/synthetic-digits as synthetic_digits/"
+                "imgs_{train,valid}/<0-9>/ there"
+            ) from None
+    out = {}
+    for split, want in zip(spec.splits, spec.sizes, strict=True):
+        tree = root / _SYN_FOLDERS[split]
+        paths, labels = _class_folder_files(tree, spec.classes)
+        if len(paths) != want:
+            raise ValueError(
+                f"{tree}: {len(paths):,} images, expected {want:,} (Roy et al. 2018, as "
+                "FedPCE §4.1 counts them); stage the Kaggle release prasunroy/synthetic-digits"
+            )
+        out[split] = _split(load_images(paths, size or spec.image_size), labels, spec)
+    return out
 
 
 # --- USPS (libsvm text, bz2) ---------------------------------------------------------------------
@@ -446,6 +493,7 @@ _PARSERS: dict[str, Callable[[Path, DatasetSpec, int | None], dict[str, Split]]]
     "svhn": _parse_svhn,
     "usps": _parse_usps,
     "synthdigits": _parse_synthdigits,
+    "syn_tree": _parse_syn_tree,
     "mnistm": _parse_mnistm,
     "tinyimagenet": _parse_tinyimagenet,
     "domain_tree": _parse_domain_tree,

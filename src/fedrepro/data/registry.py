@@ -2,9 +2,9 @@
 names, channels, sizes, splits, domains, remote files and the parser that reads them.
 
 Checksums and URLs are the ones torchvision and TensorFlow Datasets publish for these files
-(docs/data.md lists them with their sources). Files whose only source is Google Drive carry
-no URL: they must be staged by hand under ``<data_root>/<dataset>/`` and their ``note`` says
-where to get them.
+(docs/data.md lists them with their sources). Files whose only source is Google Drive or
+Kaggle carry no URL: they must be staged by hand under ``<data_root>/<dataset>/`` and their
+``note`` says where to get them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ __all__ = [
     "RemoteFile",
     "get_dataset",
     "raw_sources",
+    "split_sizes",
 ]
 
 
@@ -61,6 +62,10 @@ class DatasetSpec:
     # A composite dataset: one domain per component dataset (same names, same order), built
     # from the components' own files (fedrepro.data.composite); it has no remote files.
     components: tuple[str, ...] = ()
+    # Images per split (``splits`` order) of the real dataset, as its source publishes them:
+    # the paper-scale cost counts with them (fedrepro.bench.cost) and a staged copy without a
+    # checksum is checked against them. Empty: not recorded (a composite: its components').
+    sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.components and (self.components != self.domains or self.remote or self.parser):
@@ -68,6 +73,8 @@ class DatasetSpec:
                 f"{self.name}: a composite's domains are its components, and it has no "
                 "remote files or parser of its own"
             )
+        if self.sizes and len(self.sizes) != len(self.splits):
+            raise ValueError(f"{self.name}: sizes {self.sizes} do not match splits {self.splits}")
 
     @property
     def num_classes(self) -> int:
@@ -120,8 +127,9 @@ OFFICE_CLASSES = (
     "laptop_computer", "monitor", "mouse", "mug", "projector",
 )  # fmt: skip
 OFFICE_DOMAINS = ("amazon", "caltech", "dslr", "webcam")
-# FedPCE's Digits (§5.1): four digit datasets as the domains of one, all at 32 px in RGB.
-DIGITS_DOMAINS = ("mnist", "svhn", "usps", "synthdigits")
+# FedPCE's Digits (§4.1, §5.1): four digit datasets as the domains of one, all at 32 px in
+# RGB; its SYN is Roy et al. (2018)'s Synthetic Digits (``syn``), not SynthDigits.
+DIGITS_DOMAINS = ("mnist", "svhn", "usps", "syn")
 DIGIT5_DOMAINS = ("mnist", "svhn", "usps", "synthdigits", "mnistm")  # FedICON's Digit-5
 
 # The 15 benchmark corruptions of CIFAR-10-C, in the Hendrycks & Dietterich order.
@@ -238,6 +246,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=3,
         image_size=32,
         splits=("train", "test"),
+        sizes=(50_000, 10_000),
         parser="cifar",
         remote=(
             RemoteFile(
@@ -255,6 +264,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=3,
         image_size=32,
         splits=("train", "test"),
+        sizes=(50_000, 10_000),
         parser="cifar",
         remote=(
             RemoteFile(
@@ -272,6 +282,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=3,
         image_size=32,
         splits=("train", "test"),
+        sizes=(73_257, 26_032),
         parser="svhn",
         remote=(
             RemoteFile(
@@ -298,6 +309,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=1,
         image_size=28,
         splits=("train", "test"),
+        sizes=(60_000, 10_000),
         parser="idx",
         remote=_idx_files(
             "fmnist",
@@ -323,6 +335,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=1,
         image_size=28,
         splits=("train", "test"),
+        sizes=(60_000, 10_000),
         parser="idx",
         remote=_idx_files(
             "mnist",
@@ -348,6 +361,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=1,
         image_size=16,
         splits=("train", "test"),
+        sizes=(7_291, 2_007),
         parser="usps",
         remote=(
             RemoteFile(
@@ -377,6 +391,33 @@ _DATASETS: tuple[DatasetSpec, ...] = (
             "synth_train_32x32.mat and synth_test_32x32.mat instead.",
         ),
     ),
+    # Roy et al. (2018)'s Synthetic Digits, FedPCE's SYN (§4.1: 10,000 training and 2,000
+    # validation images; the authors' code reads synthetic_digits/imgs_train|imgs_valid):
+    # digits in varied fonts, colours, scales and rotations on COCO backgrounds. It is
+    # released on Kaggle (linked from prasunroy/cnn-on-degraded-images), behind a login and
+    # without a checksum: staged by hand, checked by content (the parser counts the images).
+    DatasetSpec(
+        name="syn",
+        classes=DIGITS,
+        channels=3,
+        image_size=32,
+        splits=("train", "test"),
+        sizes=(10_000, 2_000),
+        parser="syn_tree",
+        remote=(
+            RemoteFile(
+                "syn",
+                "synthetic-digits.zip",
+                None,
+                note="Roy et al. 2018 Synthetic Digits, released on Kaggle "
+                "(kaggle datasets download -d prasunroy/synthetic-digits). Stage the zip as "
+                "<data_root>/syn/synthetic-digits.zip or extracted as <data_root>/syn/"
+                "synthetic_digits/imgs_{train,valid}/<0-9>/<image files>; checked by content "
+                "(ten digit folders, 10,000 train and 2,000 valid images).",
+                extracted="synthetic_digits",
+            ),
+        ),
+    ),
     DatasetSpec(
         name="mnistm",
         classes=DIGITS,
@@ -401,6 +442,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=3,
         image_size=64,
         splits=("train", "test"),
+        sizes=(100_000, 10_000),
         parser="tinyimagenet",
         remote=(
             RemoteFile(
@@ -516,6 +558,20 @@ _DATASETS: tuple[DatasetSpec, ...] = (
 )
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in _DATASETS}
+
+
+def split_sizes(name: str) -> dict | None:
+    """Images per split of the real dataset ``name`` as the registry records them: ``{split:
+    n}``, or for a composite ``{"domains": {component: {split: n}}}`` (its components');
+    None where the registry records none (a domain dataset's own domains, a release that
+    publishes no counts)."""
+    spec = get_dataset(name)
+    if spec.components:
+        parts = {c: split_sizes(c) for c in spec.components}
+        return None if None in parts.values() else {"domains": parts}
+    if not spec.sizes or spec.domains:
+        return None
+    return dict(zip(spec.splits, spec.sizes, strict=True))
 
 
 def get_dataset(name: str) -> DatasetSpec:

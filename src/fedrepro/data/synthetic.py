@@ -63,7 +63,7 @@ def _pretrain_renderer() -> Renderer:
 
 def _renderer(name: str, domain: str | None) -> Renderer:
     """The single-domain image renderer for one dataset (and domain)."""
-    if name in ("mnist", "usps", "svhn", "synthdigits", "mnistm"):
+    if name in ("mnist", "usps", "svhn", "synthdigits", "syn", "mnistm"):
         return lambda labels, size, gen: render_digits(name, labels, size, gen)
     if name == "fmnist":
         return render_fashion

@@ -1,5 +1,6 @@
 """Procedural digit glyphs shared by every digit domain (MNIST, USPS, SVHN, SynthDigits,
-MNIST-M), so class semantics carry across domains and only the style differs.
+Roy et al.'s Synthetic Digits, MNIST-M), so class semantics carry across domains and only the
+style differs.
 
 Each digit is a stroke skeleton (polylines in a box of about 0.9 × 1.6 units). Every image
 warps its skeleton (affine pose, slant, smooth bend, per-point jitter), draws it with a
@@ -220,6 +221,19 @@ def _synthdigits(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
     return R.add_noise(R.blur(img, R.uniform(gen, n, 0.0, 0.8)), gen, 0.02, 0.02)
 
 
+def _syn(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
+    """Roy et al.'s Synthetic Digits (FedPCE's SYN): one printed digit of varied size and pose
+    in a random colour on a photo-like cluttered background, its ink light on dark
+    backgrounds and dark on light ones."""
+    n = len(labels)
+    mask = draw_glyphs(labels, DIGITS, size, gen, scale=(0.45, 0.8), width=(0.1, 0.22), wobble=0.4)
+    bg = natural_background(gen, n, size, clutter=2).clamp(0, 1)
+    dark = bg.mean((1, 2, 3)) < 0.5
+    value = torch.where(dark, R.uniform(gen, n, 0.75, 1.0), R.uniform(gen, n, 0.0, 0.25))
+    ink = R.colour(R.uniform(gen, n, 0, 1), R.uniform(gen, n, 0.2, 0.9), value)
+    return R.add_noise(torch.lerp(bg, ink.expand_as(bg), mask.unsqueeze(1)), gen, 0.02, 0.03)
+
+
 def _mnistm(labels: Tensor, size: int, gen: torch.Generator) -> Tensor:
     """MNIST-style glyph blended as |patch − glyph| over a colourful textured patch."""
     mask = draw_glyphs(labels, DIGITS, size, gen, **_HANDWRITTEN)
@@ -232,6 +246,7 @@ _DOMAINS = {
     "usps": _usps,
     "svhn": _svhn,
     "synthdigits": _synthdigits,
+    "syn": _syn,
     "mnistm": _mnistm,
 }
 
