@@ -61,6 +61,17 @@ def test_only_correct_training_samples_are_uploaded_and_the_bytes_are_counted():
     assert lx.upload_scalars("average", 0, C) == C * C + C
 
 
+def test_fedhpl_uploads_every_correct_logit_by_default_and_tau_squared_is_a_knob():
+    """FedHPL's own rows upload all correct logits (App. C.2, Table 9's FedHPL; FedHPL+ is
+    average-upload); without the τ² factor training differs (the knob reaches the loss)."""
+    _, alg, seen, _ = _run({"name": "fedhpl"}, rounds=2)
+    assert alg.upload == "all" and alg.tau_squared
+    assert all(set(p.extra) == {"logits", "labels"} for *_, p in seen)
+    plain, *_ = _run({"name": "fedhpl", "tau_squared": False}, rounds=2)
+    state, *_ = _run({"name": "fedhpl"}, rounds=2)
+    assert any(not torch.equal(plain.local[0][n], v) for n, v in state.local[0].items())
+
+
 def test_average_and_all_upload_give_the_same_global_logits():
     _, all_alg, all_seen, _ = _run({"name": "fedhpl", "upload": "all"}, rounds=2)
     _, avg_alg, avg_seen, _ = _run({"name": "fedhpl", "upload": "average"}, rounds=2)

@@ -124,6 +124,20 @@ def test_kd_gradient_is_tau_squared_times_one_over_tau_times_the_probability_gap
     assert torch.allclose(student.grad, expected, atol=1e-12)
 
 
+def test_the_tau_squared_factor_is_a_knob():
+    """Eq. 9 is lost: the τ² factor is our default (``tau_squared``); without it the KD term
+    is the same KL divided by τ²."""
+    g = torch.Generator().manual_seed(5)
+    teacher = torch.randn(C, C, generator=g, dtype=torch.float64)
+    labels = torch.arange(C).repeat(2)
+    student = torch.randn(len(labels), C, generator=g, dtype=torch.float64)
+    available = torch.ones(C, dtype=torch.bool)
+    with_factor = kd_loss(student, teacher, labels, available, 3.5)
+    without = kd_loss(student, teacher, labels, available, 3.5, tau_squared=False)
+    assert float(without) > 0
+    assert torch.allclose(with_factor, without * 3.5**2, rtol=1e-12)
+
+
 def test_only_correct_samples_are_uploaded_unless_the_ablation_asks():
     logits = torch.tensor([[3.0, 0.0], [0.0, 3.0], [3.0, 0.0], [0.0, 1.0]])
     labels = torch.tensor([0, 0, 0, 1])

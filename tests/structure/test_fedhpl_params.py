@@ -56,6 +56,19 @@ def test_pfedpg_counts_the_client_part_and_the_server_generator():
     assert counts["server"] == 10 * 768 + 5 * 10 * 768 + 3 * (768 * 768 + 768)
 
 
+@pytest.mark.parametrize(
+    ("upload", "classes", "printed"),
+    [("all", 10, 11), ("all", 100, 101), ("average", 10, 110), ("average", 100, 10_100)],
+)
+def test_uploaded_scalars_match_table9(upload, classes, printed):
+    """App. Table 9's FedHPL rows: all-upload sends a correct image's logit and label (C + 1,
+    "weighted logits"), FedHPL+ (average-upload) per class the mean logit and the count
+    (C·C + C); no model tensor is sent."""
+    config = {"model": PROMPTS, "algorithm": {"name": "fedhpl", "upload": upload}, "clients": 5}
+    counts = count_parameters(config, VIT_B, classes, ("uploaded", "com_cost"))
+    assert counts == {"uploaded": printed, "com_cost": 0}
+
+
 def test_an_unknown_unit_is_refused():
     with pytest.raises(ValueError, match="unit 'G'"):
         printed_number("1.0", "G")

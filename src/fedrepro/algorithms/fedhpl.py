@@ -4,7 +4,8 @@ Every client keeps its own trainable tensors (with ``tuning: vpt_deep`` the prom
 head on a frozen backbone); nothing is averaged. Each round a client trains with
 cross-entropy plus λ·KD against the global logit of each sample's label that the server
 sent it (round 1: none), then uploads the logits of its correctly classified training
-samples (``upload: all``) or their per-class means and counts (``average``). The server
+samples (``upload: all``, FedHPL's own rows: App. C.2, Table 9) or their per-class means
+and counts (``average``, Table 9's FedHPL+). The server
 combines them per client with latent-dimension weights (Eq. 7–8, ``fedrepro.fl.logits``)
 and sends each client its C×C matrix; both directions are counted in the run's bytes.
 ``lam: 0`` is local prompt tuning (Fig. 3c's "Local"). ``average: [prompts]`` / ``[head]``
@@ -36,12 +37,13 @@ class FedHPL(Algorithm):
         self,
         lam: float = 1.0,
         temperature: float = 3.5,
-        upload: str = "average",
+        upload: str = "all",
         correct_only: bool = True,
         logit_weighting: str = "ratio",
         kappa: float = 1.0,
         logit_denominator: str = "weighted",
         kd_reduction: str = "mean_over_samples",
+        tau_squared: bool = True,
         dims: list[int] | None = None,
         average: list[str] | None = None,
         **kw,
@@ -61,6 +63,7 @@ class FedHPL(Algorithm):
         self.logit_weighting, self.kappa = logit_weighting, float(kappa)
         self.logit_denominator = logit_denominator
         self.kd_reduction = kd_reduction
+        self.tau_squared = bool(tau_squared)
         self.dims = None if dims is None else [int(d) for d in dims]
         self.average = list(average or [])
         if set(self.average) - set(AVERAGED):
@@ -119,14 +122,12 @@ class FedHPL(Algorithm):
             teacher, available = self.teacher
             loss = loss + self.lam * lx.kd_loss(
                 logits, teacher.to(logits.dtype), y, available, self.temperature,
-                self.kd_reduction,
+                self.kd_reduction, self.tau_squared,
             )  # fmt: skip
         return loss
 
     def client_end(self, ctx: ClientCtx) -> Payload:
         sent = take(ctx.model, self.shared)  # the averaged prompts / head, if any
-        if ctx.data is None:  # a client without data (counting parameters): no logits
-            return Payload(ctx.client, ctx.num_samples, ctx.steps, sent, {})
         z, y = self._train_logits(ctx)
         if self.upload == "all":
             kept, labels = lx.upload_all(z, y, self.correct_only)
@@ -137,7 +138,12 @@ class FedHPL(Algorithm):
         return Payload(ctx.client, ctx.num_samples, ctx.steps, sent, extra)
 
     def _train_logits(self, ctx: ClientCtx) -> tuple[torch.Tensor, torch.Tensor]:
-        """The client's logits on its own training images (evaluation mode, no augmentation)."""
+        """The client's logits on its own training images (evaluation mode, no augmentation).
+        A client without data (a structure job counting what is sent, Table 9) holds
+        ``num_samples`` images it classifies correctly: its upload has their shapes."""
+        if ctx.data is None:
+            y = torch.zeros(ctx.num_samples, dtype=torch.long, device="cpu")
+            return F.one_hot(y, self.num_classes).float(), y
         model = ctx.model
         model.eval()
         out, labels = [], []

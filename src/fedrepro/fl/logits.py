@@ -11,9 +11,9 @@ Eq. 10: C·C + C scalars). The server gives client k, for every class c, one glo
 latent dimensions (Eq. 7; 1 when they are equal), and sends client k its C×C matrix. Since a
 class mean times its count is the class sum, both uploads give the same ẑ (App. C.4's
 cosine 1). ``weighted`` denominators carry ω as above; ``unweighted`` ones are
-Σ_j n_c^j + 1. The local loss adds λ·τ²·KL(softmax(ẑ_y/τ) ‖ softmax(z/τ)) (Eq. 9); a class
-no client classified correctly has no teacher, and its samples fall back to their own
-logits (KD 0, App. C.4).
+Σ_j n_c^j + 1. The local loss adds λ·τ²·KL(softmax(ẑ_y/τ) ‖ softmax(z/τ)) (Eq. 9, lost:
+the τ² factor is ours, ``tau_squared``); a class no client classified correctly has no
+teacher, and its samples fall back to their own logits (KD 0, App. C.4).
 """
 
 from __future__ import annotations
@@ -110,25 +110,25 @@ def kd_loss(
     available: torch.Tensor,
     temperature: float,
     reduction: str = "mean_over_samples",
+    tau_squared: bool = True,
 ) -> torch.Tensor:
     """Eq. 9 for one client: τ²·KL(softmax(ẑ_{y_i}/τ) ‖ softmax(z_i/τ)) per sample, its
     teacher the global logit of its label (``global_logits``: C×C, ``available``: C); a
     sample whose class has no teacher is its own (KD 0). ``mean_over_classes`` averages the
-    per-class means over the classes present instead of over samples."""
+    per-class means over the classes present instead of over samples; ``tau_squared: False``
+    drops the τ² factor (the equation is lost; Hinton et al.'s factor is our default)."""
     if reduction not in KD_REDUCTIONS:
         raise ValueError(f"kd reduction: {reduction!r} (allowed: {', '.join(KD_REDUCTIONS)})")
     teacher = torch.where(available[labels][:, None], global_logits[labels], student.detach())
     t = temperature
-    per_sample = (
-        F.kl_div(
-            F.log_softmax(student / t, dim=1),
-            F.log_softmax(teacher / t, dim=1),
-            reduction="none",
-            log_target=True,
-        ).sum(1)
-        * t
-        * t
-    )
+    per_sample = F.kl_div(
+        F.log_softmax(student / t, dim=1),
+        F.log_softmax(teacher / t, dim=1),
+        reduction="none",
+        log_target=True,
+    ).sum(1)
+    if tau_squared:
+        per_sample = per_sample * t * t
     if reduction == "mean_over_samples":
         return per_sample.mean()
     present = labels.unique()

@@ -87,6 +87,14 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         "Per prompt: the scalars one more prompt token adds (one embedding per layer it is "
         "inserted in; Table 6's coefficient of n). ",
     ),
+    "uploaded": (
+        "Uploaded",
+        [("uploaded scalars", "uploaded")],
+        "Uploaded: the scalars one client sends up in a round, model tensors and extra "
+        "payload together, counted for a client of one training image it classifies "
+        "correctly (FedHPL's all-upload sends C + 1 per such image, average-upload C·C + C "
+        "whatever the data). ",
+    ),
 }
 DEFAULT_SHOWN = ("com_cost", "new_params")
 SCALES = {"": 1.0, "K": 1e3, "M": 1e6}

@@ -30,6 +30,7 @@ QUANTITIES = (
     "backbone",
     "head",
     "per_prompt",
+    "uploaded",
 )
 # the default of a structure job without ``quantities`` (FedIns's three; the plan's
 # ``experiments.items.DEFAULT_QUANTITIES`` is the same tuple, tested)
@@ -49,7 +50,9 @@ def count_parameters(
     trains (sent or kept; FedBABU's frozen head and a prompt-tuned backbone excluded) and
     those the server trains (``server``: pFedPG's prompt generator); ``backbone`` every
     parameter outside the classifier, ``head`` the classifier's, ``per_prompt`` the scalars
-    one prompt token adds (over every layer it is inserted in; 0 without prompts)."""
+    one prompt token adds (over every layer it is inserted in; 0 without prompts);
+    ``uploaded`` all a client sends up in a round, model tensors and extra payload together
+    (FedHPL's logits, for a client of one correctly classified image: App. Table 9)."""
     unknown = sorted(set(quantities) - set(QUANTITIES))
     if unknown:
         raise ValueError(f"parameters: unknown quantities {unknown} (allowed: {QUANTITIES})")
@@ -78,6 +81,7 @@ def count_parameters(
         "per_prompt": _per_prompt(model),
     }
     counts["backbone"] = counts["total"] - counts["head"]
+    counts["uploaded"] = counts["com_cost"] + counts["aux"]
     return {q: counts[q] for q in quantities}
 
 
