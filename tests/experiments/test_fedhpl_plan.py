@@ -80,3 +80,66 @@ def test_the_alpha_range_is_one_knob_per_dataset(tmp_path):
     assert {changed.partitions[p]["dataset"] for p in new} == {"cifar100"}
     assert all(changed.partitions[p]["spec"]["alpha_range"] == [0.2, 0.3] for p in new)
     assert len(new) == 2  # its Dir and its Non-IID
+
+
+def test_the_baselines_train_from_random_initialisation(paper_plan):
+    """Point 2 (Intro: the baselines "need to train the entire model from scratch"; Table 1's
+    57-68 % on CIFAR-10): FedAvg, FedProx, SCAFFOLD, FedBABU and FedRep start from random
+    weights, pFedPG and FedHPL from the pretrained ViT-B/16, pFedPT's small ViT from scratch."""
+    init = {}
+    for run in paper_plan.runs.values():
+        init.setdefault(run["algorithm"]["name"], set()).add(run["model"]["pretrained"])
+    assert init == {
+        **dict.fromkeys(["fedavg", "fedprox", "scaffold", "fedbabu", "fedrep"], {False}),
+        "pfedpt": {False},
+        "pfedpg": {True},
+        "fedhpl": {True},
+    }
+
+
+def test_fedhpl_uploads_every_correct_logit_and_table10_counts_in_binary_m(paper_plan):
+    """Point 3: FedHPL's own rows upload all correct logits (App. C.2, Table 9), FedHPL+
+    (Tables 10/11's Average) the per-class means; Table 10's M is 2^20 as in Tables 1, 5, 7;
+    Fig. 3b shows the lowest, average and highest client (App. C.5.2)."""
+    items = paper_plan.items
+
+    def uploads(item, **where):
+        return {
+            paper_plan.runs[r["id"]]["algorithm"]["upload"]
+            for r in items[f"fedhpl/{item}"]["runs"]
+            if all(r["labels"].get(k) == v for k, v in where.items())
+        }
+
+    assert uploads("table1", method="FedHPL") == {"all"}
+    assert uploads("fig3a") == uploads("table14") == {"all"}
+    assert uploads("table11", upload="Average") == {"average"}
+    assert uploads("table11", upload="All") == {"all"}
+    assert all(r["algorithm"].get("tau_squared") for r in paper_plan.runs.values()
+               if r["algorithm"]["name"] == "fedhpl")  # fmt: skip
+    assert items["fedhpl/table10"]["spec"]["multiply"] == 2.0**-20
+    statistics = items["fedhpl/fig3b"]["spec"]["statistics"]["values"]
+    assert statistics == {"Lowest": "final_acc_min", "Average": "final_acc_mean",
+                          "Highest": "final_acc_max"}  # fmt: skip
+
+
+def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
+    """Point 4: Fig. 4 draws the partitions of every data setting (seed 0); Table 9's FedHPL
+    rows count what all-upload and average-upload send at 10 and 100 classes; Table 13's
+    homogeneous α sweeps run on every dataset with App. C.5.4's minimum shares."""
+    items = paper_plan.items
+    fig4 = items["fedhpl/fig4"]["partitions"]
+    settings = {(p["labels"]["dataset"], p["labels"]["partition"]) for p in fig4}
+    assert len(fig4) == 9 and {p["labels"]["seed"] for p in fig4} == {0}
+    assert settings == {(d, s) for d in ("CIFAR-10", "CIFAR-100", "SVHN")
+                        for s in ("IID", "Dir", "Non-IID")}  # fmt: skip
+    table9 = paper_plan.structures[items["fedhpl/table9"]["structure"]["id"]]
+    rows = {(c["algorithm"]["upload"], c["num_classes"]) for c in table9["configs"]}
+    assert rows == {("all", 10), ("all", 100), ("average", 10), ("average", 100)}
+    assert table9["quantities"] == ["uploaded"]
+    shares = {"CIFAR-10": 0.01, "CIFAR-100": 0.1, "SVHN": 0.005}
+    runs = items["fedhpl/table13"]["runs"]
+    assert len(runs) == 3 * 3 * 3  # datasets x α x seeds
+    for r in runs:
+        part = paper_plan.runs[r["id"]]["partition"]
+        assert part["min_share"] == shares[r["labels"]["dataset"]]
+        assert part["alpha"] == float(r["labels"]["partition"].removeprefix("α="))
