@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.bench.cost import known_sizes, paper_plan, partition_counts, run_flops
+from fedrepro.bench.cost import known_sizes, partition_counts, run_flops
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.timing import PhaseClock
 from fedrepro.tta import adapt_method
 
@@ -139,6 +140,20 @@ def test_split_sizes_come_from_the_registry_and_the_config_holds_assumptions_onl
     assert sizes["cifar100"] == {"train": 50_000, "test": 10_000}
     with pytest.raises(ValueError, match=r"\['cifar10'\] recorded in the data registry"):
         known_sizes({**assumed, "cifar10": {"train": 1, "test": 1}})
+
+
+def test_a_composites_domains_come_from_the_registry_where_it_records_them():
+    """Digit-5's MNIST, SVHN and USPS were a second copy in the config (and its SynthDigits
+    FedPCE's SYN counts): the registry's counts now, the config only for the releases without
+    published counts; a domain given twice is refused."""
+    assumed = load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"]
+    digit5 = known_sizes(assumed)["digit5"]["domains"]
+    assert set(assumed["digit5"]["domains"]) == {"synthdigits", "mnistm"}
+    assert digit5["svhn"] == {"train": 73_257, "test": 26_032}
+    assert digit5["synthdigits"]["train"] > 400_000  # Ganin & Lempitsky's, not Roy et al.'s
+    twice = {"digit5": {"domains": {**assumed["digit5"]["domains"], "usps": {"train": 1}}}}
+    with pytest.raises(ValueError, match=r"digit5\.domains\.usps"):
+        known_sizes({**assumed, **twice})
 
 
 def test_every_fedicon_algorithm_and_test_time_method_is_costed():

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from fedrepro.data.partition import make_partition
-from fedrepro.experiments.config import deep_merge, load_yaml
+from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan as build_paper_plan
 
 REPO = Path(__file__).resolve().parents[2]
 MINI = load_yaml(REPO / "config/config.yaml")
@@ -26,8 +27,7 @@ TRAIN_COUNTS = {
 
 @pytest.fixture(scope="module")
 def paper_plan():
-    config = deep_merge(MINI, load_yaml(REPO / "config/paper.yaml"))
-    return build_plan({**config, "papers": ["fedhpl"]}, REPO)
+    return build_paper_plan(REPO, ["fedhpl"])
 
 
 def _partitions(plan, partition: str) -> list[dict]:

@@ -7,18 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from fedrepro.experiments.config import deep_merge, load_yaml
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan as build_paper_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def paper_plan():
-    config = deep_merge(
-        load_yaml(REPO / "config/config.yaml"), load_yaml(REPO / "config/paper.yaml")
-    )
-    return build_plan({**config, "papers": ["fedpce"]}, REPO)
+    return build_paper_plan(REPO, ["fedpce"])
 
 
 def test_the_server_mean_is_one_over_n_for_every_method(paper_plan):

@@ -7,21 +7,14 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from fedrepro.data.batches import channel_stats
 from fedrepro.data.prepared import Split, save_split
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.build import input_stats, load_data, load_train_test
 from fedrepro.models.registry import BACKBONES, IMAGENET_MEAN, IMAGENET_STD
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _paper_plan():
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    return build_plan({**config, **paper, "scales": paper["scales"]}, REPO)
 
 
 def _prepared(tmp_path: Path, images: torch.Tensor) -> Path:
@@ -35,7 +28,7 @@ def _prepared(tmp_path: Path, images: torch.Tensor) -> Path:
 def test_a_resnet26_run_normalises_with_rebuffis_statistics(tmp_path):
     """Rebuffi's code normalises each dataset with its own per-channel mean and std (the
     decathlon pickle is keyed by dataset); so does every ResNet-26 run, paper and mini."""
-    runs = [r for r in _paper_plan().runs.values() if r["model"]["backbone"] == "resnet26"]
+    runs = [r for r in paper_plan(REPO).runs.values() if r["model"]["backbone"] == "resnet26"]
     assert runs and all(BACKBONES[r["model"]["backbone"]].stats == "dataset" for r in runs)
     assert BACKBONES["resnet26_mini"].stats == "dataset"
     gen = torch.Generator().manual_seed(0)
@@ -81,7 +74,7 @@ def test_a_runs_own_statistics_win_and_reach_every_batch(tmp_path):
 
 def test_fedins_normalises_each_dataset_as_the_authors_code():
     stats = {}
-    for run in _paper_plan().runs.values():
+    for run in paper_plan(REPO).runs.values():
         if run["paper"] == "fedins":
             stats.setdefault(run["dataset"], set()).add(input_stats(run))
     assert {len(v) for v in stats.values()} == {1}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.report.claims import evaluate_claims
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,11 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def on_paper(tmp_path_factory):
     """The claims as the workflow evaluates them at paper scale, before any run finished."""
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     results = str(tmp_path_factory.mktemp("results"))
-    plan = build_plan({**config, **paper, "papers": ["fedicon"], "scales": paper["scales"],
-                       "results": results}, REPO)  # fmt: skip
+    plan = paper_plan(REPO, ["fedicon"], results=results)
     manifests = {i: plan.items[f"fedicon/{i}"] for i in plan.papers["fedicon"]}
     doc = yaml.safe_load((REPO / "config" / "experiments" / "fedicon.yaml").read_text())
     frame = evaluate_claims(doc["claims"], manifests, REPO / doc["reported"])

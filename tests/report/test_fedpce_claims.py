@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.experiments.config import deep_merge, load_yaml
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.report.claims import evaluate_claims
 from fedrepro.structure import measure_structure
 
@@ -19,10 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def paper_side(tmp_path_factory):
-    config = deep_merge(
-        load_yaml(REPO / "config/config.yaml"), load_yaml(REPO / "config/paper.yaml")
-    )
-    plan = build_plan({**config, "papers": ["fedpce"]}, REPO)
+    plan = paper_plan(REPO, ["fedpce"])
     manifests = {}
     for key, manifest in plan.items.items():
         manifest = dict(manifest)

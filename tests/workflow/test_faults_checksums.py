@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from fedrepro.bench.cost import paper_plan
 from fedrepro.data.registry import get_dataset
+from fedrepro.experiments.plan import paper_plan
 from tests.workflow_helpers import copy_workflow, snakemake
 
 

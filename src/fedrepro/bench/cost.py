@@ -21,33 +21,34 @@ import numpy as np
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.data.partition import make_partition
 from fedrepro.data.registry import DATASETS, split_sizes
-from fedrepro.experiments.config import deep_merge, load_yaml
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.engine import in_cohort
 from fedrepro.tta import adapt_method
-
-
-def paper_plan(repo: Path, papers: list[str] | None = None):
-    """The paper-scale plan (config.yaml with config/paper.yaml over it)."""
-    config = deep_merge(
-        load_yaml(repo / "config/config.yaml"), load_yaml(repo / "config/paper.yaml")
-    )
-    if papers:
-        config["papers"] = list(papers)
-    return build_plan(config, repo)
 
 
 def known_sizes(assumed: dict) -> dict:
     """Images per split of every dataset: the registry's published counts
     (``fedrepro.data.registry.split_sizes``), and ``assumed`` (``bench.cost.split_sizes``) for
-    those the registry does not record; a dataset in both is refused (one source each)."""
-    recorded = {name: sizes for name in DATASETS if (sizes := split_sizes(name)) is not None}
-    twice = sorted(set(recorded) & set(assumed))
+    those the registry does not record. A composite's domains are its components: the
+    registry's counts where it records them, the assumptions for the rest. A dataset or a
+    composite's domain given by both is refused (one source each)."""
+    sizes = dict(assumed)
+    twice = []
+    for name, spec in DATASETS.items():
+        if spec.components:
+            given = assumed.get(name, {}).get("domains", {})
+            recorded = {c: s for c in spec.components if (s := split_sizes(c)) is not None}
+            twice += [f"{name}.domains.{c}" for c in sorted(set(given) & set(recorded))]
+            if set(given) | set(recorded) >= set(spec.components):
+                sizes[name] = {"domains": {**given, **recorded}}
+        elif (recorded := split_sizes(name)) is not None:
+            twice += [name] if name in assumed else []
+            sizes[name] = recorded
     if twice:
         raise ValueError(
             f"bench.cost.split_sizes: {twice} recorded in the data registry already; remove them"
         )
-    return {**assumed, **recorded}
+    return sizes
 
 
 def _labels(n: int, num_classes: int) -> np.ndarray:

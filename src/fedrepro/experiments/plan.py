@@ -178,6 +178,17 @@ def build_plan(config: dict, repo: Path) -> Plan:
     return plan
 
 
+def paper_plan(repo: Path, papers: list[str] | None = None, **config) -> Plan:
+    """The paper-scale plan: config/config.yaml with config/paper.yaml over it (as
+    ``--configfile config/paper.yaml`` gives), the papers and other keys optionally set."""
+    merged = deep_merge(
+        load_yaml(repo / "config/config.yaml"), load_yaml(repo / "config/paper.yaml")
+    )
+    if papers:
+        merged["papers"] = list(papers)
+    return build_plan({**merged, **config}, repo)
+
+
 def _grid_points(doc: dict, name: str):
     grid = {k: v for k, v in doc["grids"][name].items() if k != "seeds"}
     axes = list(grid)
