@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TF
 
+from fedrepro.data.batches import augment, normalize, to_input
 from fedrepro.data.views import (
     brightness_of,
     contrast_of,
@@ -19,6 +20,7 @@ from fedrepro.data.views import (
     resized_crops,
     saturation_of,
 )
+from fedrepro.fl.data import DeviceData
 from tests.job_helpers import VIEWS
 
 
@@ -88,3 +90,21 @@ def test_views_differ_per_image_repeat_per_seed_and_apply_only_what_is_named():
     assert torch.equal(grey, TF.rgb_to_grayscale(x, num_output_channels=3))
     with pytest.raises(ValueError, match="views: unknown perturbation"):
         perturb(x, None, {"blur": 1.0})
+
+
+def test_a_view_takes_the_perturbations_in_place_of_the_training_augmentation():
+    """FedICON's contrastive views are perturbed by ``views`` alone; its classifier batches
+    (one view, no perturbation) take the run's training augmentation (crop_pad)."""
+    images = (torch.rand(8, 12, 12, 3, generator=torch.Generator().manual_seed(0)) * 255).byte()
+    data = DeviceData(images, torch.zeros(8, dtype=torch.long), crop_pad=2, views=VIEWS)
+    idx = torch.arange(8)
+    plain, _ = data.batch(idx)
+    raw = to_input(images)
+    view, _ = data.batch(idx, torch.Generator().manual_seed(3), train=True, view=True)
+    want = normalize(perturb(raw, torch.Generator().manual_seed(3), VIEWS))
+    assert torch.equal(view, want)
+    twin = data.view_of(plain, torch.Generator().manual_seed(3))  # the online twin alike
+    assert torch.allclose(twin, want, atol=1e-5)
+    classifier, _ = data.batch(idx, torch.Generator().manual_seed(3), train=True)
+    cropped = normalize(augment(raw, torch.Generator().manual_seed(3), crop_pad=2))
+    assert torch.equal(classifier, cropped) and not torch.equal(classifier, plain)

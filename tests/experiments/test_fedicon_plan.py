@@ -7,19 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+import torch
 
+from fedrepro.data.batches import MEAN, STD
+from fedrepro.data.prepared import Split
 from fedrepro.data.registry import get_dataset
-from fedrepro.experiments.plan import build_plan
+from fedrepro.experiments.plan import paper_plan as build_paper_plan
+from fedrepro.fl.build import device_data
+from fedrepro.tta import adapt_method
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def paper_plan():
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    return build_plan({**config, **paper, "papers": ["fedicon"], "scales": paper["scales"]}, REPO)
+    return build_paper_plan(REPO, ["fedicon"])
 
 
 def prepared_size(plan, dataset: str) -> int:
@@ -56,3 +58,25 @@ def test_every_contrastive_view_is_perturbed_by_the_four_contrastive_perturbatio
     starts = {paper_plan.runs[a["run"]]["algorithm"]["name"] for a in adapting}
     assert starts == {"fedicon", "local", "fedavg"}
     assert all(set(_views(paper_plan, a)) == perturbations for a in adapting)
+
+
+def test_classifier_batches_take_the_runs_training_augmentation(paper_plan):
+    """The views replace the training augmentation in contrastive batches only: FedICON's
+    classifier rounds and its test phase's classifier epochs train on randomly cropped
+    images (crop_pad 4, as before the views; the code's train_cls trains on the training
+    transform's view), not on the fixed, unaugmented ones."""
+    images = torch.randint(0, 256, (8, 32, 32, 3), dtype=torch.uint8)
+    split = Split(images, torch.zeros(8, dtype=torch.long), None, [], [])
+    fedicon = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] == "fedicon"]
+    personalising = [
+        adapt_method(a["adapt"]).run_config(paper_plan.runs[a["run"]], a["adapt"])
+        for a in paper_plan.adapts.values()
+        if a["adapt"]["method"] == "fedicon_test" and a["adapt"].get("classifier_epochs", 5)
+    ]
+    assert fedicon and personalising
+    idx = torch.arange(8)
+    for cfg in fedicon + personalising:
+        assert cfg["train"]["crop_pad"] == 4
+        data = device_data(split, 32, cfg["train"], (MEAN, STD))
+        augmented, _ = data.batch(idx, torch.Generator().manual_seed(0), train=True)
+        assert not torch.equal(augmented, data.batch(idx)[0])

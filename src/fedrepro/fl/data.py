@@ -49,9 +49,11 @@ class DeviceData:
         train: bool = False,
         view: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs and labels for these indices; augmentation only when training; a
-        contrastive ``view`` is perturbed by ``views`` on top (after any client transform)."""
-        augmenting = train and self.augments
+        """Inputs and labels for these indices; augmentation only when training. A
+        contrastive ``view`` is perturbed by ``views`` (after any client transform) in place
+        of the training augmentation, which every other training batch takes (FedICON's
+        classifier batches: the run's augmentation, its contrastive views: the views')."""
+        augmenting = train and self.augments and not (view and self.views)
         native = augmenting and self.augment_at == "native"
         x = to_input(self.images[idx], None if native else self.img_size, self.channels)
         if augmenting:
@@ -76,13 +78,14 @@ class DeviceData:
 
     def view_of(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """An augmented view of inputs ``x`` this data already prepared (normalised, at the
-        input size): the training augmentation and the view's perturbations applied to them
-        again (FedICON's online test-time views)."""
+        input size), as ``batch`` draws a contrastive view: perturbed by ``views``, else the
+        training augmentation applied to them again (FedICON's online test-time views)."""
         m = torch.tensor(self.mean[: x.shape[1]], device=x.device, dtype=x.dtype)
         s = torch.tensor(self.std[: x.shape[1]], device=x.device, dtype=x.dtype)
         raw = x * s.view(1, -1, 1, 1) + m.view(1, -1, 1, 1)
-        aug = augment(raw, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode,
-                      self.flip_p, self.rotate_p, self.erase)  # fmt: skip
         if self.views:
-            aug = perturb(aug, generator, self.views)
+            aug = perturb(raw, generator, self.views)
+        else:
+            aug = augment(raw, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode,
+                          self.flip_p, self.rotate_p, self.erase)  # fmt: skip
         return normalize(aug, self.mean, self.std)

@@ -54,7 +54,8 @@ def train_epochs(
     ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``), or
     None to take no step on it;
     with ``views`` > 1, ``x`` stacks that many independently augmented copies of the batch,
-    each also perturbed by the data's ``views`` (``fedrepro.data.views``).
+    each perturbed by the data's ``views`` (``fedrepro.data.views``) where it has them, in
+    place of its training augmentation.
     A last batch of one sample is dropped (batch norm cannot train on it), every short last
     batch with ``train.drop_last`` (PyTorch's DataLoader flag, as FedIns's code trains).
     ``train.precision`` (default fp32) picks the arithmetic. The loss is summed on the device
@@ -93,7 +94,7 @@ def train_epochs(
             if len(b) < 2 or (drop_last and len(b) < bs):
                 continue
             with clock.phase("data"):
-                view = views > 1  # contrastive views: the data's view perturbations too
+                view = views > 1  # contrastive views: the data's view perturbations
                 x, y = data.batch(b, generator, transform, train=True, view=view)
                 if view:
                     more = [
