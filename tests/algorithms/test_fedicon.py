@@ -183,3 +183,44 @@ def test_sending_only_what_a_round_changes_gives_the_same_model():
     for name, value in sent.shared.items():
         assert torch.allclose(value, everything.shared[name], rtol=0, atol=1e-6), name
     assert [r["acc"] for r in sent.history] == [r["acc"] for r in everything.history]
+
+
+def test_the_server_sends_what_its_last_aggregate_changed():
+    """The downlink is trimmed as the upload: round 1 everything, then what the previous
+    round averaged (the encoder after contrastive rounds, the classifier after classifier
+    rounds). A client keeping what it received holds the server's state every round, and
+    the trained model is the one a full downlink gives."""
+    data, clients = problem(num_clients=2)
+    encoder = {"conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean",
+               "bn.running_var", "fc1.weight", "fc1.bias"}  # fmt: skip
+    states = []
+    for everything in (False, True):
+        torch.manual_seed(0)
+        alg = make_algorithm({"name": "fedicon", "classifier_rounds": 2})
+        if everything:
+            alg.downlink = lambda current, r: current
+        seen, begin = [], alg.client_begin
+
+        def spy(ctx, begin=begin, seen=seen):
+            seen.append((ctx.round, ctx.client, dict(ctx.downloaded), dict(ctx.received)))
+            return begin(ctx)
+
+        alg.client_begin = spy
+        cfg = train_cfg(rounds=4)
+        states.append(run_rounds(cfg, TinyEncoder(), alg, data, data, clients, log=lambda _: None))
+        if everything:
+            break
+        keys = {r: set(down) for r, _, down, _ in seen}
+        assert keys == {1: encoder | {"classifier.weight"}, 2: encoder, 3: encoder,
+                        4: {"classifier.weight"}}  # fmt: skip
+        held = {0: {}, 1: {}}
+        for _, k, down, server in seen:
+            held[k].update({n: t.clone() for n, t in down.items()})
+            assert held[k].keys() == server.keys()
+            assert all(torch.equal(held[k][n], server[n]) for n in server)
+    trimmed, full = states
+    (first, *later), (full_first, *full_later) = ([r["down_bytes"] for r in s.history]
+                                                   for s in states)  # fmt: skip
+    assert first == full_first and all(t < f for t, f in zip(later, full_later, strict=True))
+    assert all(torch.equal(trimmed.shared[n], full.shared[n]) for n in full.shared)
+    assert [r["acc"] for r in trimmed.history] == [r["acc"] for r in full.history]

@@ -83,7 +83,7 @@ class FedDC(Algorithm):
             mixed[k] = mixed[k] + drift
         return mixed
 
-    def downlink(self, current):
+    def downlink(self, current, r):
         return {**current, **{f"state.{k}": v for k, v in self.g.items()}}
 
     def state_dict(self) -> dict:

@@ -86,6 +86,16 @@ class FedICON(Algorithm):
             return self.encoder
         return self.head + (self.encoder_stats if self.frozen_bn == "train" else [])
 
+    def downlink(self, current: dict[str, torch.Tensor], r: int) -> dict[str, torch.Tensor]:
+        """What the server sends in round ``r``: what its last aggregate changed, ``sent(r -
+        1)`` (every client took part in it and holds the rest: the classifier untouched in
+        contrastive rounds, the frozen encoder in classifier rounds); everything in round 1,
+        or where a client may have missed a round (``fraction`` < 1). The client's model is
+        the server's state either way: only what is counted as sent changes."""
+        if r == 1 or float(self.train_cfg.get("fraction", 1.0)) < 1:
+            return current
+        return {k: current[k] for k in self.sent(r - 1)}
+
     def client_end(self, ctx: ClientCtx) -> Payload:
         return Payload(
             ctx.client, ctx.num_samples, ctx.steps, take(ctx.model, self.sent(ctx.round))

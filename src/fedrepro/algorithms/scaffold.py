@@ -54,7 +54,7 @@ class Scaffold(Algorithm):
                 self.c[k].add_(p.extra[k], alpha=1.0 / self.num_clients)
         return new
 
-    def downlink(self, current):
+    def downlink(self, current, r):
         return {**current, **{f"control.{k}": v for k, v in self.c.items()}}
 
     def state_dict(self) -> dict:

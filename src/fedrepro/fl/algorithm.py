@@ -179,8 +179,8 @@ class Algorithm:
         shared; an exchange of other payloads (FedHPL's logits) says so itself."""
         return bool(self.shared)
 
-    def downlink(self, current: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Tensors the server sends to each participating client."""
+    def downlink(self, current: dict[str, torch.Tensor], r: int) -> dict[str, torch.Tensor]:
+        """Tensors the server sends to each participating client in round ``r``."""
         return current
 
     def downlink_to(self, client: int, down: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

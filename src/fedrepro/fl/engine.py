@@ -181,7 +181,7 @@ def run_rounds(
         picked = sample_clients(
             len(clients), float(tcfg.get("fraction", 1.0)), r, seed, tcfg.get("replacement", False)
         )
-        down = algorithm.downlink(state.shared)
+        down = algorithm.downlink(state.shared, r)
         payloads: list[Payload] = []
         down_bytes = 0
         for pos, k in enumerate(picked):
