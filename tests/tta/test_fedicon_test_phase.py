@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from fedrepro.algorithms.test_time import T3APredictor
 from fedrepro.fl.local import EVAL_BATCH
 from fedrepro.jobs.adapt import prepare_adapt
 from fedrepro.tta import adapt_method
@@ -59,12 +60,13 @@ def test_the_classifier_is_personalised_at_the_runs_batch_then_adapted_at_its_ow
     assert max(n for r, _, n, _ in seen if r == 1) == 8
 
 
-def test_tent_and_eata_predict_in_their_adaptation_batches(tmp_path):
+def test_tent_eata_and_t3a_predict_in_their_adaptation_batches(tmp_path):
     """Tent normalises with each batch's statistics, so its prediction depends on the batch:
-    the code's one test loader (batch 128) serves adaptation and prediction."""
+    the code's one test loader (batch 128) serves adaptation and prediction. T3A's
+    prototypes grow with each predicted batch: the same default."""
     run = {"train": {"batch_size": 32, "lr": 0.01, "rounds": 100, "local_epochs": 5},
            "algorithm": {"name": "fedavg"}}  # fmt: skip
-    for name in ("tent", "eata"):
+    for name in ("tent", "eata", "t3a"):
         method = adapt_method({"method": name})
         cfg = method.run_config(run, {"method": name, "batch_size": 128})
         assert cfg["train"].get("eval_batch_size", EVAL_BATCH) == 128
@@ -72,3 +74,17 @@ def test_tent_and_eata_predict_in_their_adaptation_batches(tmp_path):
         assert cfg["train"].get("eval_batch_size", EVAL_BATCH) == 32  # the run's
         cfg = method.run_config(run, {"method": name, "eval_batch_size": EVAL_BATCH})
         assert cfg["train"]["eval_batch_size"] == EVAL_BATCH  # the other reading, a knob
+
+
+def test_t3a_grows_its_prototypes_batch_by_batch_in_its_adaptation_batches(tmp_path, monkeypatch):
+    """T3A adds each predicted batch's representations to its supports, so the batch is part
+    of its prediction: it predicts in the adapt block's batches, as Tent does."""
+    sizes, forward = [], T3APredictor.forward
+
+    def spy(self, x):
+        sizes.append(len(x))
+        return forward(self, x)
+
+    monkeypatch.setattr(T3APredictor, "forward", spy)
+    _adapt(tmp_path, trained(tmp_path), {"method": "t3a", "batch_size": 4})
+    assert max(sizes) == 4 and len(sizes) > 4  # every client's test set in batches of 4

@@ -14,7 +14,8 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
   loader serves both; EATA alike).
 - ``eata``: Tent on reliable, non-redundant samples with a Fisher anchor (EATA's defaults:
   E0 = 0.4·ln C, ε = 0.05, β = 2000, 2000 Fisher samples, here the client's training images).
-- ``t3a``: no gradients; prototype classifier updated while predicting.
+- ``t3a``: no gradients; prototype classifier updated while predicting, batch by batch, so
+  it predicts in batches of ``eval_batch_size`` too (default: ``batch_size``, else the run's).
 - ``the``: FedTHE's test-time ensemble of its global and personal heads (a FedTHE run's);
   Adam at ``lr`` (10 × the run's rate when not given, FedTHE's setting) for ``the_steps`` steps.
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
@@ -47,7 +48,8 @@ def _evaluate_config(run: dict, adapt: dict) -> dict:
 
 def _predicting_in_adaptation_batches(cfg: dict, adapt: dict) -> dict:
     """Prediction in batches of ``eval_batch_size``, by default the adaptation batch (Tent
-    and EATA normalise with each batch's statistics: the batch is part of the method)."""
+    and EATA normalise with each batch's statistics, T3A's prototypes grow with each
+    predicted batch: the batch is part of the method)."""
     train = cfg["train"]
     train["eval_batch_size"] = int(adapt["eval_batch_size"] or train["batch_size"])
     return cfg
@@ -65,7 +67,8 @@ def _eata_config(run: dict, adapt: dict) -> dict:
 
 
 def _t3a_config(run: dict, adapt: dict) -> dict:
-    return local_engine_config(run, adapt, {"name": "t3a", "filter_k": adapt["filter_k"]}, 1)
+    cfg = local_engine_config(run, adapt, {"name": "t3a", "filter_k": adapt["filter_k"]}, 1)
+    return _predicting_in_adaptation_batches(cfg, adapt)
 
 
 def _the_config(run: dict, adapt: dict) -> dict:
@@ -109,7 +112,9 @@ TENT = AdaptMethod("tent", _tent_config, _BATCH_STATISTICS, "own", _batch_norm_a
 EATA = AdaptMethod(
     "eata", _eata_config, {**_BATCH_STATISTICS, **EATA_OPTIONS}, "own", _batch_norm_affine
 )
-T3A = AdaptMethod("t3a", _t3a_config, {**_COMMON, "filter_k": 50}, "own", _nothing)
+T3A = AdaptMethod(
+    "t3a", _t3a_config, {**_COMMON, "eval_batch_size": None, "filter_k": 50}, "own", _nothing
+)
 THE = AdaptMethod("the", _the_config, {**_COMMON, "the_lr": None, "the_steps": 20}, "own", _nothing)
 FEDICON_TEST = AdaptMethod(
     "fedicon_test",
