@@ -17,6 +17,7 @@ from fedrepro.data.views import (
     crop_boxes,
     hue_of,
     perturb,
+    perturbs,
     resized_crops,
     saturation_of,
 )
@@ -108,3 +109,22 @@ def test_a_view_takes_the_perturbations_in_place_of_the_training_augmentation():
     classifier, _ = data.batch(idx, torch.Generator().manual_seed(3), train=True)
     cropped = normalize(augment(raw, torch.Generator().manual_seed(3), crop_pad=2))
     assert torch.equal(classifier, cropped) and not torch.equal(classifier, plain)
+
+
+@pytest.mark.parametrize(
+    ("spec", "changes"),
+    [
+        (VIEWS, True),
+        ({"crop": {}}, True),
+        ({"flip": 0.5}, True),
+        ({"jitter": {"brightness": 0.4}}, True),
+        (None, False),
+        ({}, False),
+        ({"flip": 0}, False),
+        ({"flip": 0, "grayscale": 0.0}, False),
+        ({"jitter": {"p": 0.8}}, False),  # no factor
+        ({"jitter": {"p": 0.0, "brightness": 0.4}}, False),
+    ],
+)
+def test_a_spec_perturbs_with_a_crop_or_a_probability_above_zero(spec, changes):
+    assert perturbs(spec) is changes

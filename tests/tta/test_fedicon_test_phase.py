@@ -88,3 +88,14 @@ def test_t3a_grows_its_prototypes_batch_by_batch_in_its_adaptation_batches(tmp_p
     monkeypatch.setattr(T3APredictor, "forward", spy)
     _adapt(tmp_path, trained(tmp_path), {"method": "t3a", "batch_size": 4})
     assert max(sizes) == 4 and len(sizes) > 4  # every client's test set in batches of 4
+
+
+def test_views_that_perturb_nothing_are_refused(tmp_path):
+    """A views block whose every perturbation is off (a flip drawn with probability 0)
+    would give Eq. 7 the same image twice: refused in one line naming the key."""
+    run = trained(tmp_path)
+    adapt = {"method": "fedicon_test", "classifier_epochs": 0, "tta_epochs": 1}
+    for views in ({"flip": 0}, {"grayscale": 0.0, "jitter": {"p": 0.8}}):
+        with pytest.raises(ValueError, match=r"^[^\n]*views \{.*\} perturb nothing.*adapt\.views"):
+            _tta_batches(tmp_path, run, {**adapt, "views": views})
+    assert _tta_batches(tmp_path, run, {**adapt, "views": {"flip": 0.5}})  # one is enough

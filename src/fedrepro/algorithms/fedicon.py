@@ -171,9 +171,10 @@ class FedICONTest(Local):
         super().configure(client_sizes, train_cfg, data, client_train)
         adapts = self.online or int(train_cfg.get("rounds", 0)) > self.classifier_epochs
         if adapts and data is not None and not data.views_differ:
+            why = f"views {data.views} perturb nothing" if data.views else "no augmentation"
             raise ValueError(
-                "algorithm fedicon_test: Eq. 7's two views would be the same image "
-                "(no augmentation, no train.views): set adapt.views"
+                f"algorithm fedicon_test: Eq. 7's two views would be the same image ({why}): "
+                "set adapt.views with a crop or a probability above 0"
             )
 
     def adapting(self, r: int) -> bool:

@@ -49,6 +49,17 @@ def perturb(x: Tensor, generator: torch.Generator | None, spec: dict) -> Tensor:
     return x
 
 
+def perturbs(spec: dict | None) -> bool:
+    """Whether ``spec`` can change an image: a crop, or a flip, grayscale or colour jitter
+    drawn with a probability above 0 (the jitter with a factor above 0)."""
+    spec = spec or {}
+    jitter = spec.get("jitter") or {}
+    drawn = [spec.get("flip"), spec.get("grayscale")]
+    if any(float(jitter.get(k) or 0) > 0 for k in JITTERS):
+        drawn.append(jitter.get("p", 1.0))
+    return spec.get("crop") is not None or any(float(p or 0) > 0 for p in drawn)
+
+
 def _drawn(n: int, p: float, generator, like: Tensor) -> Tensor:
     """A B×1×1×1 mask, each image True with probability ``p``."""
     return (torch.rand(n, generator=generator) < float(p)).to(like.device)[:, None, None, None]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from fedrepro.data.batches import MEAN, STD, augment, normalize, resize, to_input
-from fedrepro.data.views import perturb
+from fedrepro.data.views import perturb, perturbs
 
 
 @dataclass
@@ -38,8 +38,9 @@ class DeviceData:
 
     @property
     def views_differ(self) -> bool:
-        """Whether two contrastive views of one image differ (augmented or perturbed)."""
-        return self.augments or bool(self.views)
+        """Whether two contrastive views of one image can differ: perturbed by ``views``
+        where it has them (one that perturbs nothing does not count), else augmented."""
+        return perturbs(self.views) if self.views else self.augments
 
     def batch(
         self,
