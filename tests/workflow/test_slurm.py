@@ -194,11 +194,14 @@ def slurm_run(cluster, tmp_path_factory):
         watcher.join()
     print(f"Slurm run: {time.monotonic() - t0:.0f} s, exit {res.returncode}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    deadline = time.monotonic() + 60  # a cancelled job's processes get KillWait (30 s)
+    while (left := dict(_processes(wf))) and time.monotonic() < deadline:
+        time.sleep(1)
     planned = _planned(dry.stdout)
     local = {k for k, job in planned.items() if job["mem_mb"] is None}
     assert {planned[k]["rule"] for k in local} == {TARGET}, local  # the target only
     return {"wf": wf, "planned": {k: v for k, v in planned.items() if k not in local},
-            "jobs": _slurm_jobs(wf), "watch": watch}  # fmt: skip
+            "jobs": _slurm_jobs(wf), "watch": watch, "left": left}  # fmt: skip
 
 
 def test_every_job_ran_as_a_slurm_job_with_its_work_inside_the_allocation(slurm_run):
@@ -210,6 +213,7 @@ def test_every_job_ran_as_a_slurm_job_with_its_work_inside_the_allocation(slurm_
     # the fork server (config forkserver: true) is a local run's only: none was started, and
     # every job script seen ran under a slurmstepd, not under the driver
     assert not watch.servers
+    assert not slurm_run["left"], slurm_run["left"]  # no process outlived its job
     seen = {script for script, _ in watch.scripts.values()}
     assert {"train.py", "adapt.py"} <= seen, watch.scripts
     outside = {s: a for s, a in watch.scripts.values() if "slurmstepd" not in a}
