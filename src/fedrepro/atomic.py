@@ -11,16 +11,21 @@ from typing import Any
 
 
 def atomic_write(path: str | Path, write: Callable[[str], Any]) -> None:
-    """Call `write(tmp_path)`, then rename over `path` (same directory, so atomic)."""
+    """Call `write(tmp_path)`, then rename over `path` (same directory, so atomic), the file
+    synced and readable as the umask allows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from a shared group
     try:
         write(tmp)
+        # after the write: a writer may recreate the file (safetensors writes it 0600), and
+        # mkstemp's 0600 would hide results from others sharing a results folder
+        os.chmod(tmp, 0o666 & ~umask)
+        with open(tmp, "rb") as f:  # on disk before it takes the final name
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
