@@ -39,6 +39,8 @@ onerror:
 # benchmark page) and the default's time budget (`bench_budget`, after every other job), at
 # paper scale both stay out of the cluster run.
 rule all:
+    """Every paper's tables, figures and claims at the configured scale (at mini also the
+    benchmarks and the time budget)."""
     default_target: True
     input:
         default_outputs(),

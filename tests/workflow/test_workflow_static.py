@@ -14,6 +14,17 @@ def test_lint_is_clean():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def test_every_rule_explains_itself():
+    """`snakemake --list-rules` shows each rule with its docstring (none had one)."""
+    res = snakemake("--list-rules")
+    assert res.returncode == 0, res.stderr[-2000:]
+    rules = [line for line in res.stdout.splitlines() if line and not line.startswith(" ")]
+    assert {"train", "adapt", "prepare_data", "partition", "table", "figure"} <= {
+        line.split(" ", 1)[0] for line in rules
+    }
+    assert [line for line in rules if " (" not in line] == []
+
+
 def _counts(stdout: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", stdout, re.M)}
 

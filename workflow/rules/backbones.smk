@@ -1,4 +1,5 @@
 rule pretrain_backbone:
+    """Pretrain a tiny sibling of a paper backbone on the synthetic source set (mini scale)."""
     input:
         unpack(pretrain_inputs),
     output:
@@ -24,6 +25,8 @@ rule pretrain_backbone:
 
 
 rule fetch_backbone:
+    """Fetch a paper backbone's pretrained weights and check their digest (paper scale, local:
+    needs the network)."""
     output:
         f"{R}/backbones/fetched/{{backbone}}.safetensors",
     log:
@@ -40,6 +43,8 @@ rule fetch_backbone:
 
 
 rule probe_backbone:
+    """Linear probe of a pretrained tiny backbone on the analogs its runs use: how well its
+    features transfer."""
     input:
         unpack(probe_inputs),
     output:
@@ -64,6 +69,7 @@ rule probe_backbone:
 
 
 rule probe_table:
+    """The linear-probe table of every pretrained tiny backbone (mini scale)."""
     input:
         [f"{R}/backbones/probe/{b}.json" for b in sorted(PLAN.probes)],
     output:

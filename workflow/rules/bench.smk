@@ -3,6 +3,8 @@
 # it while every core is free (first, in the default), not after the last training job,
 # where it would leave cores idle. The DAG build is one Python process, as Snakemake's own.
 rule bench_workload:
+    """Time one engine workload on this machine: samples/s, FLOP/s against the machine's matmul
+    rate, overhead, peak memory."""
     output:
         f"{B}/workloads/{{workload}}.json",
     log:
@@ -27,6 +29,7 @@ rule bench_workload:
 
 
 rule bench_clients:
+    """Round time as the number of clients grows, on this machine."""
     output:
         f"{B}/clients.json",
     log:
@@ -48,6 +51,7 @@ rule bench_clients:
 
 
 rule bench_dag:
+    """Time `snakemake -n` of the paper-scale targets (the DAG's build time)."""
     output:
         f"{B}/dag.json",
     log:
@@ -68,6 +72,7 @@ rule bench_dag:
 
 # counted FLOPs at a GPU workload's measured rate: waits for the GPU-shape workloads only
 rule bench_cost:
+    """The paper scale's GPU-hours per paper and per item, from counted FLOPs and the run table."""
     input:
         [f"{B}/workloads/{w}.json" for w in gpu_workloads()],
     output:
@@ -89,6 +94,7 @@ rule bench_cost:
 
 
 rule bench_page:
+    """The benchmarks' summary page and figures (results/bench/)."""
     input:
         bench_page_inputs()[1],
     output:
@@ -132,6 +138,7 @@ rule bench_page:
 # mini scale, the benchmark jobs included, or `snakemake bench_budget`, which runs what of
 # the default is missing)
 rule bench_budget:
+    """The embedded default's wall time per paper against its budget, from the jobs' own records."""
     input:
         default_outputs(),
         rules.bench_page.output if SCALE == "mini" else [],
@@ -160,6 +167,7 @@ rule bench_budget:
 
 
 rule bench:
+    """Every benchmark of the engine on this machine (`snakemake bench`)."""
     input:
         rules.bench_page.output,
     localrule: True

@@ -1,4 +1,6 @@
 rule download_data:
+    """Download a dataset's raw files into data_root and check their checksums (local: needs the
+    network)."""
     output:
         touch(f"{DATA_ROOT}/{{dataset}}/.fetched"),
     log:
@@ -16,6 +18,8 @@ rule download_data:
 
 
 rule prepare_data:
+    """Parse the raw files (or synthesize the analog at mini scale) into prepared train and test
+    splits."""
     input:
         raw_inputs,
     output:
@@ -52,6 +56,8 @@ use rule prepare_data as prepare_test_only_data with:
 
 # a partition job writes the partition and its label histogram (one process, not two)
 rule partition:
+    """Split a prepared dataset over the clients with a partition scheme; write the partition and
+    its label histogram."""
     input:
         unpack(partition_inputs),
     output:

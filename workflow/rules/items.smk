@@ -3,6 +3,8 @@
 
 
 rule table:
+    """Build one table (or payload / parameter table) item from the result files its manifest
+    names."""
     input:
         unpack(item_inputs),
     output:
@@ -45,6 +47,7 @@ use rule table as figure with:
 
 
 rule claims:
+    """Evaluate a paper's claims on our results and on the paper's reported numbers."""
     input:
         unpack(claims_inputs),
     output:

@@ -3,6 +3,7 @@ for _paper, _items in PLAN.papers.items():
     for _item in _items:
 
         rule:
+            """A target: one item of a paper (its table or figure, and the runs it reads)."""
             name:
                 f"{_paper}_{_item}"
             input:
@@ -10,6 +11,7 @@ for _paper, _items in PLAN.papers.items():
             localrule: True
 
     rule:
+        """A target: every item and the claims of one paper."""
         name:
             _paper
         input:

@@ -5,6 +5,8 @@
 
 
 rule train:
+    """Train the runs of one job (the seeds of a configuration, or one run) with the FL engine;
+    resumes after a kill."""
     input:
         unpack(train_inputs),
     output:
@@ -33,6 +35,8 @@ rule train:
 # An adaptation job adapts the runs of one training job alike (PLAN.adapt_jobs[adapt]), each
 # into its own adapt/<id>/ directory, then writes its record adapt/<adapt>.json.
 rule adapt:
+    """Adapt trained runs (test-time adaptation, fine-tuning, client training); resumes after a
+    kill."""
     input:
         unpack(adapt_inputs),
     output:
@@ -59,6 +63,8 @@ rule adapt:
 
 
 rule structure:
+    """Count parameters and payloads of a paper-scale architecture on the meta device (no weights,
+    no data)."""
     output:
         f"{R}/structure/{{structure}}.json",
     log:
