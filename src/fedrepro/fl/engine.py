@@ -175,7 +175,8 @@ def run_rounds(
     keep_optim = tcfg.get("optimizer_state", "fresh") == "client"
     unlabeled = replace(train, images=test.images, labels=torch.full_like(test.labels, -1))
 
-    for r in range(state.round + 1, rounds + 1):
+    first, started = state.round + 1, time.perf_counter()
+    for r in range(first, rounds + 1):
         t0 = time.perf_counter()
         lr = lr_at(tcfg, r)
         picked = sample_clients(
@@ -276,11 +277,21 @@ def run_rounds(
             row["seconds"] = time.perf_counter() - t0  # the saved copy has the time before it
         if phases := clock.take():
             row["phases"] = phases
+        eta = (time.perf_counter() - started) / (r - first + 1) * (rounds - r)
         log(
             f"round {r}/{rounds} acc={row.get('acc', math.nan):.2f} lr={lr:.4g} "
-            f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s"
+            f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s "
+            f"eta {_duration(eta)}"
         )
     return state
+
+
+def _duration(seconds: float) -> str:
+    """``1h02m``, ``3m05s`` or ``12s``: a run's remaining time at a glance."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> None:

@@ -19,13 +19,14 @@ from safetensors.torch import load_file
 from fedrepro.atomic import write_json
 from fedrepro.fl.tensors import put
 from fedrepro.jobs.train import Job, discard, in_turn, load_job, write_results
+from fedrepro.logs import job_log
 from fedrepro.tta import adapt_method
 
 ADAPT_FILES = ("metrics.json", "history.csv")
 
 
 def adapt_runs(
-    adapts: list[dict], data_dir: Path, record: Path | None = None, log=print, **where
+    adapts: list[dict], data_dir: Path, record: Path | None = None, log=job_log, **where
 ) -> list[dict]:
     """Adapt each of ``adapts`` (``{"adapt", "run_dir", "partition", "out_dir"}``) in turn,
     then write the job's ``record`` (``fedrepro.jobs.train.in_turn``: a rerun after a kill

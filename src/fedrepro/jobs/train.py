@@ -33,6 +33,7 @@ from fedrepro.fl.build import (
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.geometry import silhouette_vs_shuffled
+from fedrepro.logs import job_log
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
 from fedrepro.models.tuning import new_at_inference
 
@@ -82,7 +83,7 @@ RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
 
 
 def train_runs(
-    runs: list[dict], data_dir: Path, record: Path | None = None, log=print, **where
+    runs: list[dict], data_dir: Path, record: Path | None = None, log=job_log, **where
 ) -> list[dict]:
     """Train ``runs`` (``{"config", "partition", "out_dir"}`` each) in turn (``in_turn``).
     ``where``: ``backbone``, ``device``, ``threads`` as ``train_run`` takes them."""
@@ -96,7 +97,7 @@ def train_runs(
     )
 
 
-def in_turn(members: list[dict], record: Path | None, work, done, fresh, log=print) -> list[dict]:
+def in_turn(members: list[dict], record: Path | None, work, done, fresh, log=job_log) -> list[dict]:
     """Run a job's members (training runs, adaptations: ``{"out_dir", ...}`` each) one after
     the other, ``work(member)`` returning its metrics, then write the job's ``record`` (what
     each member took; the file the workflow tracks).
@@ -157,7 +158,7 @@ class Job:
     device: torch.device
     start_local: dict[int, dict] | None = None  # each client's own starting local tensors
 
-    def run(self, checkpoint: Path | None, log=print) -> RunState:
+    def run(self, checkpoint: Path | None, log=job_log) -> RunState:
         return run_rounds(
             self.cfg,
             self.model,
