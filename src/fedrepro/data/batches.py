@@ -104,7 +104,26 @@ def augment(
     return x
 
 
-ERASE_TRIES = 10  # torchvision's RandomErasing tries 10 boxes, else leaves the image
+BOX_TRIES = 10  # torchvision's RandomErasing and RandomResizedCrop try 10 boxes each
+
+
+def first_fitting_box(
+    n: int, h: int, w: int, generator: torch.Generator | None, scale, ratio, fits
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The box sides torchvision's ``RandomErasing`` and ``RandomResizedCrop`` draw for each
+    of ``n`` H×W images: 10 tries of area U(scale)·H·W and
+    log-uniform aspect ratio r, sides (√(area·r), √(area/r)) rounded, the first try for
+    which ``fits(a, b)`` holds. Returns the two sides (the first try where none fits) and
+    whether one fitted."""
+    area = (
+        h * w * (scale[0] + (scale[1] - scale[0]) * torch.rand(n, BOX_TRIES, generator=generator))
+    )
+    lo, hi = math.log(ratio[0]), math.log(ratio[1])
+    aspect = torch.exp(lo + (hi - lo) * torch.rand(n, BOX_TRIES, generator=generator))
+    a, b = (area * aspect).sqrt().round(), (area / aspect).sqrt().round()
+    ok = fits(a, b)
+    first, rows = ok.float().argmax(1), torch.arange(n)
+    return a[rows, first], b[rows, first], ok.any(1)
 
 
 def erase_boxes(
@@ -119,19 +138,11 @@ def erase_boxes(
     """N×H×W masks of the boxes torchvision's ``RandomErasing(p, scale, ratio, value=0)``
     erases: with probability ``p`` a box of area U(scale)·H·W and log-uniform aspect ratio,
     the first of 10 tries that fits, at a uniform position (all False where none fits)."""
-    area = (
-        h * w * (scale[0] + (scale[1] - scale[0]) * torch.rand(n, ERASE_TRIES, generator=generator))
+    bh, bw, found = first_fitting_box(
+        n, h, w, generator, scale, ratio, lambda a, b: (a < h) & (b < w)
     )
-    log_r = math.log(ratio[0]) + (math.log(ratio[1]) - math.log(ratio[0])) * torch.rand(
-        n, ERASE_TRIES, generator=generator
-    )
-    bh = (area * log_r.exp()).sqrt().round().long()
-    bw = (area / log_r.exp()).sqrt().round().long()
-    fits = (bh < h) & (bw < w)
-    first = torch.where(fits.any(1), fits.float().argmax(1), torch.zeros(n, dtype=torch.long))
-    rows = torch.arange(n)
-    bh, bw = bh[rows, first], bw[rows, first]
-    use = fits.any(1) & (torch.rand(n, generator=generator) < p)
+    bh, bw = bh.long(), bw.long()
+    use = found & (torch.rand(n, generator=generator) < p)
     top = (torch.rand(n, generator=generator) * (h - bh + 1).clamp(min=1)).floor().long()
     left = (torch.rand(n, generator=generator) * (w - bw + 1).clamp(min=1)).floor().long()
     ys = torch.arange(h)[None, :]

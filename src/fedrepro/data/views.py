@@ -18,14 +18,13 @@ block's ``views``) names the perturbations to apply; a missing one is off:
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.ops import roi_align
 
+from fedrepro.data.batches import first_fitting_box
+
 Tensor = torch.Tensor
-CROP_TRIES = 10  # RandomResizedCrop's tries before its centre-crop fallback
 JITTERS = ("brightness", "contrast", "saturation", "hue")
 
 
@@ -69,17 +68,10 @@ def crop_boxes(n: int, h: int, w: int, generator, scale, ratio) -> Tensor:
     """``n`` boxes (x1, y1, x2, y2) as ``RandomResizedCrop.get_params`` draws them: area
     U(scale)·H·W and log-uniform aspect ratio, the first of 10 tries that fits at a uniform
     integer position, else the centre crop with the ratio clamped to ``ratio``."""
-    lo, hi = math.log(ratio[0]), math.log(ratio[1])
-    area = (
-        h * w * (scale[0] + (scale[1] - scale[0]) * torch.rand(n, CROP_TRIES, generator=generator))
-    )
-    aspect = torch.exp(lo + (hi - lo) * torch.rand(n, CROP_TRIES, generator=generator))
-    cw = torch.sqrt(area * aspect).round()
-    ch = torch.sqrt(area / aspect).round()
-    fits = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
-    first = fits.float().argmax(1)
-    rows = torch.arange(n)
-    cw, ch, found = cw[rows, first], ch[rows, first], fits.any(1)
+    cw, ch, found = first_fitting_box(
+        n, h, w, generator, scale, ratio,
+        lambda a, b: (a > 0) & (a <= w) & (b > 0) & (b <= h),
+    )  # fmt: skip
     if w / h < ratio[0]:
         fw, fh = w, round(w / ratio[0])
     elif w / h > ratio[1]:
