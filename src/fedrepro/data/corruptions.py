@@ -2,8 +2,10 @@
 
 Severity constants are the CIFAR (32 px) ones of Hendrycks & Dietterich (2019) unless
 noted. Exact where the definition is a pixel-wise formula (gaussian/shot/impulse noise,
-brightness, contrast, pixelate, zoom blur, defocus blur). Approximations, chosen so the
-whole batch is processed at once and no image files or ImageMagick are needed:
+brightness, contrast, pixelate, zoom blur, defocus blur) and for jpeg_compression
+(libjpeg through ``torchvision.transforms.v2.functional.jpeg``: the pixels of PIL's
+``save(quality=q)``, 4:2:0 chroma). Approximations, chosen so the whole batch is processed
+at once and no image files or ImageMagick are needed:
 
 * glass_blur: two rounds of random ±1 px displacement (gather) of a growing, nested
   fraction of pixels between two Gaussian blurs, instead of sequential swaps;
@@ -17,9 +19,7 @@ whole batch is processed at once and no image files or ImageMagick are needed:
   a growing opacity (the published keep/add pairs are not monotone in effect);
 * fog: spectral (multi-octave) noise replaces diamond-square plasma fractals;
 * elastic_transform: smooth random displacement + random affine with a monotone
-  amplitude schedule of our own (the published constants are not monotone in effect);
-* jpeg_compression: 8×8 block DCT quantisation with the standard tables (4:2:0 chroma),
-  without entropy coding, which is lossless anyway.
+  amplitude schedule of our own (the published constants are not monotone in effect).
 
 Random draws come from a generator seeded by (seed, corruption) only, so every severity of
 one corruption sees the same noise and the damage grows monotonically with severity.
@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+import torchvision.transforms.v2.functional as TF
 
 from fedrepro.data.imageops import to_float, to_uint8
 from fedrepro.data.registry import CORRUPTIONS
@@ -271,59 +272,12 @@ def _pixelate(x: Tensor, s: int, gen) -> Tensor:
     return up_h @ (down_h @ x @ down_w.T) @ up_w.T
 
 
-_LUMA_Q = torch.tensor([
-    [16, 11, 10, 16, 24, 40, 51, 61], [12, 12, 14, 19, 26, 58, 60, 55],
-    [14, 13, 16, 24, 40, 57, 69, 56], [14, 17, 22, 29, 51, 87, 80, 62],
-    [18, 22, 37, 56, 68, 109, 103, 77], [24, 35, 55, 64, 81, 104, 113, 92],
-    [49, 64, 78, 87, 103, 121, 120, 101], [72, 92, 95, 98, 112, 100, 103, 99],
-], dtype=torch.float32)  # fmt: skip
-_CHROMA_Q = torch.full((8, 8), 99.0)
-_CHROMA_Q[:4, :4] = torch.tensor(
-    [[17, 18, 24, 47], [18, 21, 26, 66], [24, 26, 56, 99], [47, 66, 99, 99]], dtype=torch.float32
-)
-
-
-def _dct_matrix() -> Tensor:
-    k = torch.arange(8, dtype=torch.float64)
-    m = torch.cos((2 * k[None] + 1) * k[:, None] * math.pi / 16) * math.sqrt(2 / 8)
-    m[0] /= math.sqrt(2)
-    return m.float()
-
-
-def _jpeg_plane(plane: Tensor, table: Tensor, quality: int) -> Tensor:
-    """Quantise one N×H×W plane (0..255 scale) in 8×8 DCT blocks, IJG quality scaling."""
-    scale = 5000 / quality if quality < 50 else 200 - 2 * quality
-    q = ((table * scale + 50) / 100).floor().clamp(1, 255)
-    n, h, w = plane.shape
-    ph, pw = -h % 8, -w % 8
-    padded = F.pad(plane[:, None], (0, pw, 0, ph), mode="replicate")[:, 0] - 128
-    blocks = padded.reshape(n, (h + ph) // 8, 8, (w + pw) // 8, 8).transpose(2, 3)
-    d = _dct_matrix()
-    coef = d @ blocks @ d.T
-    restored = d.T @ ((coef / q).round() * q) @ d
-    out = restored.transpose(2, 3).reshape(n, h + ph, w + pw) + 128
-    return out[:, :h, :w]
-
-
 def _jpeg_compression(x: Tensor, s: int, gen) -> Tensor:
+    """libjpeg at the published quality (Hendrycks & Dietterich save with PIL at quality q;
+    torchvision's encoder gives the same pixels), which wants uint8 on the CPU."""
     quality = [80, 65, 58, 50, 40][s - 1]
-    v = x * 255
-    if x.shape[1] == 1:
-        return _jpeg_plane(v[:, 0], _LUMA_Q, quality)[:, None] / 255
-    r, g, b = v.unbind(1)
-    y = 0.299 * r + 0.587 * g + 0.114 * b
-    cb = 128 - 0.168736 * r - 0.331264 * g + 0.5 * b
-    cr = 128 + 0.5 * r - 0.418688 * g - 0.081312 * b
-    size = tuple(x.shape[-2:])
-    y = _jpeg_plane(y, _LUMA_Q, quality)
-    chroma = []
-    for plane in (cb, cr):  # 4:2:0 subsampling, as libjpeg's default
-        small = F.avg_pool2d(plane[:, None], 2, ceil_mode=True)[:, 0]
-        small = _jpeg_plane(small, _CHROMA_Q, quality)
-        chroma.append(F.interpolate(small[:, None], size=size, mode="bilinear")[:, 0] - 128)
-    cb, cr = chroma
-    rgb = torch.stack([y + 1.402 * cr, y - 0.344136 * cb - 0.714136 * cr, y + 1.772 * cb], dim=1)
-    return rgb / 255
+    pixels = x.mul(255).round_().clamp_(0, 255).to(torch.uint8)
+    return TF.jpeg(pixels.cpu(), quality).to(x.device, x.dtype) / 255
 
 
 _FUNCTIONS: dict[str, Callable[[Tensor, int, torch.Generator], Tensor]] = {
