@@ -5,6 +5,7 @@ kills its job, and without a server the client runs the plain command."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -116,3 +117,29 @@ def test_a_slurm_job_runs_its_own_command_not_on_a_server_outside_its_allocation
                                   env=env | ({"SLURM_JOB_ID": job} if job else {}))  # fmt: skip
         out, _ = client.communicate(timeout=120)
         assert client.returncode == 0 and (int(out) != client.pid) == on_server, job
+
+
+def test_a_served_job_reports_its_own_memory_and_cpu_in_its_log(tmp_path, server):
+    """Snakemake's benchmark file samples the client (about 17 MB, 0.03 CPU-s for any job): the
+    job's own peak memory and CPU time, as the server reaps it, are the last line of its log."""
+    script = tmp_path / "work.py"
+    script.write_text(
+        "import sys, time\n"
+        "if sys.argv[1] == 'work':\n"
+        "    held = b'\\x01' * (200 << 20)  # 200 MiB, every page written\n"
+        "    t = time.process_time()\n"
+        "    while time.process_time() - t < 0.5:\n"
+        "        pass\n"
+    )
+    used = {}
+    for kind in ("idle", "work"):
+        log = tmp_path / f"{kind}.log"
+        with open(log, "w") as out:
+            subprocess.run([*CLIENT, str(script), kind], check=True, env=server, stdout=out,
+                           stderr=subprocess.STDOUT)  # fmt: skip
+        last = log.read_text().splitlines()[-1]
+        found = re.fullmatch(r"job usage .*: max_rss ([\d.]+) MiB, cpu_time ([\d.]+) s", last)
+        assert found, last
+        used[kind] = [float(v) for v in found.groups()]
+    assert used["work"][0] - used["idle"][0] >= 195  # the 200 MiB the job held
+    assert used["work"][1] >= 0.5 > used["idle"][1]

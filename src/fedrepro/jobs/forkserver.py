@@ -15,6 +15,13 @@ node, another interpreter, a Slurm job beside a server outside it, whose work wo
 the job's limits and accounting) the client replaces itself with ``python SCRIPT ARGS…``,
 the plain command. Killing the client kills its job.
 
+A job's resources: Snakemake's ``benchmark:`` file samples the shell's process tree, which
+under the server holds only this client (about 17 MB and 0.03 CPU-s for any job). The server
+reaps each job with ``os.wait4`` and sends its resource usage back; the client writes it as
+the last line of its standard error, the job's log (``USAGE``: the job's peak resident memory
+in MiB and its CPU seconds, the benchmark file's ``max_rss`` and ``cpu_time`` columns, its
+descendants included). A plain command needs none: the benchmark file measures the job.
+
 Server: ``python -m fedrepro.jobs.forkserver --serve SOCKET``, started and stopped by the
 Snakefile (config ``forkserver``, ``ForkServer``); it exits with the process that started
 it. Jobs that start before it is ready run the plain command.
@@ -28,6 +35,7 @@ import contextlib
 import importlib
 import json
 import os
+import resource
 import runpy
 import select
 import shutil
@@ -52,6 +60,7 @@ PRELOAD = (
     "fedrepro.report.figures",  # matplotlib: a partition job draws its histogram
 )
 MAX_MESSAGE = 1 << 20
+USAGE = "job usage (fork server, wait4): max_rss {max_rss:.1f} MiB, cpu_time {cpu_time:.2f} s"
 
 
 def interpreter() -> list[str]:
@@ -121,6 +130,8 @@ def run_job(argv: list[str]) -> int:
                 print(f"fork server {path} stopped during the job", file=sys.stderr)
                 return 1
             if reply["exit"] is not None:
+                if "usage" in reply:
+                    print(USAGE.format(**reply["usage"]), file=sys.stderr, flush=True)
                 return int(reply["exit"])
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, *argv])  # the plain command
@@ -229,7 +240,7 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket]) -> None:
 def _reap(running: dict, by_conn: dict) -> None:
     while running:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, rusage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -239,7 +250,13 @@ def _reap(running: dict, by_conn: dict) -> None:
             continue
         by_conn.pop(conn, None)
         code = os.waitstatus_to_exitcode(status)
-        _reply(conn, {"exit": code if code >= 0 else 128 - code})
+        _reply(conn, {"exit": code if code >= 0 else 128 - code, "usage": usage(rusage)})
+
+
+def usage(rusage: resource.struct_rusage) -> dict:
+    """A reaped job's peak resident memory (MiB: Linux counts ``ru_maxrss`` in KiB) and CPU
+    seconds (user + system), in the units of Snakemake's ``max_rss`` and ``cpu_time``."""
+    return {"max_rss": rusage.ru_maxrss / 1024, "cpu_time": rusage.ru_utime + rusage.ru_stime}
 
 
 def _kill(pid: int, running: dict) -> None:
