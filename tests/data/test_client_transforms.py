@@ -51,6 +51,8 @@ def test_fedpce_noise_is_added_on_the_min_max_scale() -> None:
 
 
 def test_color_jitter_applies_the_fixed_factors_in_a_per_call_order() -> None:
+    """torchvision's own ops to the bit (issue 32: the hand-written copies before differed by
+    up to 1e-5), in an order redrawn per call and repeated under the same seed."""
     x = batch()
     ops = [
         lambda t: tvf.adjust_brightness(t, 1.3),
@@ -68,10 +70,13 @@ def test_color_jitter_applies_the_fixed_factors_in_a_per_call_order() -> None:
     orders_seen = set()
     for _ in range(12):
         out = apply_transform(x, JITTER, g)
-        matches = [order for order, y in expected.items() if torch.allclose(out, y, atol=1e-5)]
+        matches = [order for order, y in expected.items() if torch.equal(out, y)]
         assert matches, "output is not any ordering of the four fixed adjustments"
         orders_seen.add(matches[0])
     assert len(orders_seen) > 1  # the order is redrawn per call
+    first, second = gen(1), gen(1)  # the same seed: the same orders, call after call
+    for _ in range(3):
+        assert torch.equal(apply_transform(x, JITTER, first), apply_transform(x, JITTER, second))
 
 
 def test_color_jitter_keeps_grayscale_batches_valid() -> None:
@@ -85,45 +90,3 @@ def test_unknown_kind_and_missing_factor_raise_naming_them() -> None:
         apply_transform(batch(), {"kind": "blur"}, gen())
     with pytest.raises(ValueError, match="'std'"):
         apply_transform(batch(), {"kind": "gaussian_noise"}, gen())
-
-
-@pytest.mark.parametrize("shift", [-0.5, -0.2, 0.05, 0.3, 0.5])
-def test_our_colour_ops_equal_torchvisions(shift: float) -> None:
-    from fedrepro.data.client_transforms import JITTER_OPS
-
-    x = batch()
-    # pure colours, greys, black and white, and ties between channels
-    special = torch.tensor(
-        [
-            [1, 0, 0],
-            [0, 1, 0],
-            [0, 0, 1],
-            [1, 1, 0],
-            [0.5, 0.5, 0.5],
-            [0, 0, 0],
-            [1, 1, 1],
-            [0.7, 0.7, 0.2],
-            [0.2, 0.7, 0.7],
-        ]  # fmt: skip
-    ).T.reshape(1, 3, 1, 9)
-    for y in (x, special):
-        assert torch.allclose(JITTER_OPS["hue"](y, shift), tvf.adjust_hue(y, shift), atol=1e-5)
-        factor = 1.0 + shift
-        for name in ("brightness", "contrast", "saturation"):
-            ours = JITTER_OPS[name](y, factor)
-            theirs = getattr(tvf, f"adjust_{name}")(y, factor)
-            assert torch.allclose(ours, theirs, atol=1e-6), name
-
-
-def test_a_jitter_job_does_not_import_torchvision() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, torch; from fedrepro.data.client_transforms import apply_transform; "
-        "apply_transform(torch.rand(2, 3, 4, 4), {'kind': 'color_jitter', 'brightness': 1.2, "
-        "'contrast': 0.8, 'saturation': 1.1, 'hue': 0.1}, torch.Generator()); "
-        "print('torchvision' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
