@@ -1,10 +1,10 @@
 """Import contract between the layers of ``src/fedrepro``, checked statically with ``ast``.
 
 A module's layer is its top-level subpackage (``fedrepro/fl/engine.py`` -> ``fl``); the
-utility modules ``fedrepro.atomic``, ``fedrepro.checksums``, ``fedrepro.logs``,
-``fedrepro.memory`` and ``fedrepro/__init__.py`` form the ``utilities`` layer. Every layer
-may import itself and ``utilities``; any other ``fedrepro`` import must be listed in
-``ALLOWED``. No module may import ``snakemake`` or the workflow's code (``workflow/``).
+utility modules ``fedrepro.arithmetic``, ``fedrepro.atomic``, ``fedrepro.checksums``,
+``fedrepro.logs``, ``fedrepro.memory`` and ``fedrepro/__init__.py`` form the ``utilities``
+layer. Every layer may import itself and ``utilities``; any other ``fedrepro`` import must be
+listed in ``ALLOWED``. No module may import ``snakemake`` or the workflow's code (``workflow/``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 UTILITIES = "utilities"
-UTILITY_MODULES = frozenset({"atomic", "checksums", "geometry", "logs", "memory"})
+UTILITY_MODULES = frozenset({"arithmetic", "atomic", "checksums", "geometry", "logs", "memory"})
 
 ALLOWED: dict[str, frozenset[str]] = {
     UTILITIES: frozenset(),

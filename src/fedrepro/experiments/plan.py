@@ -22,6 +22,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fedrepro.experiments.checks import (
+    check_model,
+    check_options,
+    check_transcriptions,
+    check_where,
+    experiment_file,
+)
+from fedrepro.experiments.checks import selected as _selected
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
 from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
 
@@ -172,6 +180,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
                     f"experiments/{paper} scales.{scale}.{section}: {unknown} not in {section}"
                 )
         doc = deep_merge(doc, over)
+        check_transcriptions(Path(repo), paper, doc)
         _expand_paper(plan, paper, doc, scale_cfg)
     if config.get("eval_rounds", "read") == "read":
         _evaluate_where_read(plan)
@@ -219,6 +228,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 if _selected(labels, over["where"]):
                     cfg = deep_merge(cfg, over["set"])
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
+            check_options(paper, doc, labels, cfg, adapt)
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
                 _register_shift(plan, adapt.get("shift"), scale_cfg)
@@ -234,6 +244,9 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
         grid = spec.get("grid")  # structural items (payload) need no runs
         if grid is not None and grid not in grid_runs:
             raise ConfigError(f"items.{item}.grid: unknown grid {grid!r}")
+        if grid is not None:
+            at = f"{experiment_file(paper)} items.{item}.where"
+            check_where(doc, grid, spec.get("where"), at)
         kind = ITEM_KINDS[spec["kind"]]
         reads = kind.reads(spec)
         runs = [
@@ -395,6 +408,7 @@ def _variants(config: dict, variants: dict | None, where: str) -> list[dict]:
             raise ConfigError(f"{where}.variants.{name}: unknown keys {unknown}")
         change = dict(change or {})
         model = deep_merge(config["model"], change.pop("model", {}))
+        check_model(model, f"{where}.variants.{name}")
         out.append({**config, **change, "model": model, "variant": str(name)})
     return out
 
@@ -424,12 +438,6 @@ def _structure(plan: Plan, spec: dict, configs: list[dict]) -> dict:
     sid = structure_id(job)
     plan.structures.setdefault(sid, job)
     return {"id": sid, "file": plan.path(f"structure/{sid}.json")}
-
-
-def _selected(labels: dict, where: dict | None) -> bool:
-    return all(
-        labels.get(k) in (v if isinstance(v, list) else [v]) for k, v in (where or {}).items()
-    )
 
 
 def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) -> dict:

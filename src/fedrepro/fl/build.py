@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from fedrepro.arithmetic import DEFAULT_PRECISION, check
 from fedrepro.data.batches import MEAN, STD, channel_stats
 from fedrepro.data.corruptions import COMMON9, CORRUPTIONS, random_corruptions
 from fedrepro.data.partition import test_lists_from
@@ -22,6 +23,17 @@ def pick_device(name: str = "auto", threads: int = 1) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(name)
+
+
+def set_tf32(policy: str) -> None:
+    """The one place a run's TF32 policy (``train.tf32``, fedrepro.arithmetic) reaches torch:
+    cuBLAS fp32 matmuls in TF32 under ``all``, cuDNN convolutions under ``all`` and ``conv``
+    (PyTorch's default), neither under ``none``. The ``allow_tf32`` switches, which torch
+    2.14 still reads everywhere (setting its newer ``fp32_precision`` ones makes a later read
+    of ``allow_tf32`` raise)."""
+    check(DEFAULT_PRECISION, policy)
+    torch.backends.cuda.matmul.allow_tf32 = policy == "all"
+    torch.backends.cudnn.allow_tf32 = policy != "none"
 
 
 Stats = tuple[tuple[float, ...], tuple[float, ...]]

@@ -10,20 +10,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedrepro.arithmetic import check
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.optim import make_optimizer
 from fedrepro.fl.timing import NULL_CLOCK
 from fedrepro.models.query_cache import inputs_of
 
-PRECISIONS = ("fp32", "bf16")
 EVAL_BATCH = 1024  # evaluation batch unless the run sets train.eval_batch_size
 
 
 def autocast(x: torch.Tensor, precision: str):
     """The one place mixed precision is entered, for training and evaluation alike: bf16
     autocast on CUDA when the run asks for ``precision: bf16``; fp32 (the papers') enters none."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"train.precision: {precision!r} (allowed: {', '.join(PRECISIONS)})")
+    check(precision)
     if precision == "bf16" and x.is_cuda:
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()

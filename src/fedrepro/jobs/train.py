@@ -20,6 +20,7 @@ import torch
 from safetensors.torch import save_file
 
 from fedrepro.algorithms import make_algorithm
+from fedrepro.arithmetic import of_run
 from fedrepro.atomic import atomic_write, write_json
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
@@ -28,6 +29,7 @@ from fedrepro.fl.build import (
     load_train_test,
     pick_device,
     pooled,
+    set_tf32,
     shifted_test,
 )
 from fedrepro.fl.data import DeviceData
@@ -177,6 +179,7 @@ def load_job(
 ) -> Job:
     """Everything an engine run of ``cfg`` needs (training and adaptation alike)."""
     dev = pick_device(device, threads)
+    set_tf32(of_run(cfg)[1])
     img_size = cfg["model"].get("img_size")
     train_split, train, test = load_train_test(cfg, data_dir, dev, img_size)
     part = json.loads(Path(partition).read_text())
