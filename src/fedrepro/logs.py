@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -35,3 +36,35 @@ def job_log(message: str) -> None:
         logger.setLevel(logging.INFO)
         logger.propagate = False
     logger.info(message)
+
+
+class Progress:
+    """Progress lines of a long step through ``job_log``: ``<what>: <done> of <total> <unit>
+    (<pct> %)`` at each tenth of the total or after ``every`` seconds without a line,
+    whichever comes first (a total of 0: unknown, by time only, and a last line on
+    ``finish``). Downloads count bytes, preparation images."""
+
+    def __init__(self, what: str, total: int, unit: str, every: float = 30.0) -> None:
+        self.what, self.total, self.unit, self.every = what, total, unit, every
+        self.done, self.tenth = 0, 0
+        self.last = time.monotonic()
+
+    def add(self, n: int) -> None:
+        self.done += n
+        tenth = 10 * self.done // self.total if self.total else 0
+        if tenth > self.tenth or time.monotonic() - self.last >= self.every:
+            self.tenth = max(self.tenth, tenth)
+            self._line()
+
+    def finish(self) -> None:
+        """A last line where the total was unknown (a known total ends on its 100 % line)."""
+        if not self.total:
+            self._line()
+
+    def _line(self) -> None:
+        self.last = time.monotonic()
+        if self.total:
+            pct = 100 * self.done // self.total
+            job_log(f"{self.what}: {self.done:,} of {self.total:,} {self.unit} ({pct} %)")
+        else:
+            job_log(f"{self.what}: {self.done:,} {self.unit}")

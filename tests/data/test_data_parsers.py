@@ -17,6 +17,7 @@ import torch
 from PIL import Image
 
 from fedrepro.data.download import download
+from fedrepro.data.imageops import resize_images
 from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, load_split, save_split
 from fedrepro.data.rawfiles import safe_unpickle
@@ -140,18 +141,20 @@ def test_synthdigits_mat_and_pt_gz(tmp_path):
 
 
 def test_mnistm_pt_tar_gz_and_folder_tree(tmp_path):
+    """liyxi's copy (28 px, from keras_mnistm) is resized to the release's 32 px; a 32 px
+    class-folder tree is read as is."""
     x_tr = _images(3, 28, 28)
     buffer = io.BytesIO()
     torch.save((torch.from_numpy(x_tr), torch.tensor([4, 5, 6])), buffer)
     with tarfile.open(tmp_path / "mnist_m_train.pt.tar.gz", "w:gz") as tf:
         _add_to_tar(tf, "mnist_m_train.pt", buffer.getvalue())
-    x_te = _images(2, 28, 28)
+    x_te = _images(2, 32, 32)
     for i, (img, digit) in enumerate(zip(x_te, (1, 3), strict=True)):
         folder = tmp_path / "mnist_m" / "test" / str(digit)
         folder.mkdir(parents=True)
         Image.fromarray(img).save(folder / f"{i}.png")
     out = parse("mnistm", tmp_path)
-    assert torch.equal(out["train"].images, torch.from_numpy(x_tr))
+    assert torch.equal(out["train"].images, resize_images(torch.from_numpy(x_tr), 32))
     assert out["train"].labels.tolist() == [4, 5, 6]
     assert out["test"].labels.tolist() == [0, 1]  # class folders "1", "3" in sorted order
     assert torch.equal(out["test"].images, torch.from_numpy(x_te))

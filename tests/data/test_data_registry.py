@@ -20,7 +20,7 @@ EXPECTED = {  # name: (classes, channels, native size, splits, domains)
     "usps": (10, 1, 16, ("train", "test"), 0),
     "synthdigits": (10, 3, 32, ("train", "test"), 0),
     "syn": (10, 3, 32, ("train", "test"), 0),
-    "mnistm": (10, 3, 28, ("train", "test"), 0),
+    "mnistm": (10, 3, 32, ("train", "test"), 0),
     "digits": (10, 3, 32, ("train", "test"), 4),
     "digit5": (10, 3, 32, ("train", "test"), 5),
     "tinyimagenet": (200, 3, 64, ("train", "test"), 0),

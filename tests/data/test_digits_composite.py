@@ -150,6 +150,9 @@ def test_paper_prepare_composes_the_components_raw_folders(tmp_path, monkeypatch
     monkeypatch.setitem(DATASETS, "syn", replace(DATASETS["syn"], sizes=(2, 3)))  # this tree's
     root = tmp_path / "data_root"
     counts = _fake_raw_tree(root)
+    for component in DOMAINS:  # the registry counting this tree's images (checked on prepare)
+        sizes = tuple(counts[component])
+        monkeypatch.setitem(DATASETS, component, replace(DATASETS[component], sizes=sizes))
     out = tmp_path / "prepared"
     prepare("digits", "paper", out, raw_dir=root / "digits")  # digits/ itself need not exist
     for i, name in enumerate(("train", "test")):

@@ -11,6 +11,7 @@ from fedrepro.experiments.plan import build_plan, shift_dataset
 from fedrepro.jobs.forkserver import ForkServer
 from fedrepro.report.results import result_files
 from fedrepro.report.tables import report_caption
+from fedrepro.report.tables import report_caption
 
 try:  # validates the config first: a bad value stops here with one line naming the key
     PLAN = build_plan(config, Path(workflow.basedir))
@@ -264,6 +265,12 @@ def default_outputs():
 
 def item_text(wildcards, key):
     return PLAN.items[f"{wildcards.paper}/{wildcards.item}"][key]
+
+
+def item_cells(wildcards):
+    """What a table item's cells, their ± and their marks are (its report caption)."""
+    item = PLAN.items[f"{wildcards.paper}/{wildcards.item}"]
+    return report_caption(item["kind"], item["spec"])
 
 
 # `snakemake bench` (workflow/rules/bench.smk)

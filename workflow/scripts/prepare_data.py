@@ -1,6 +1,7 @@
 """Write the prepared split files of one dataset (synthetic at mini scale, parsed at paper)."""
 
 import argparse
+import sys
 from pathlib import Path
 
 from fedrepro.data.build import SCALES, prepare
@@ -15,7 +16,17 @@ p.add_argument("--per-class-test", type=int, default=100, help="mini: test image
 p.add_argument("--size", type=int, help="resize images to size×size (default: native)")
 p.add_argument("--seed", type=int, default=0, help="mini: which synthetic images are drawn")
 a = p.parse_args()
-paths = prepare(
-    a.dataset, a.scale, a.out_dir, a.raw_dir, a.per_class_train, a.per_class_test, a.size, a.seed
-)
+try:
+    paths = prepare(
+        a.dataset,
+        a.scale,
+        a.out_dir,
+        a.raw_dir,
+        a.per_class_train,
+        a.per_class_test,
+        a.size,
+        a.seed,
+    )
+except (FileNotFoundError, ValueError) as err:
+    sys.exit(f"fedrepro prepare error ({type(err).__name__}): {err}")  # one line
 print("\n".join(map(str, paths)))

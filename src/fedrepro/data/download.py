@@ -15,7 +15,9 @@ from typing import BinaryIO
 
 from fedrepro.checksums import CHUNK as _CHUNK
 from fedrepro.checksums import ChecksumError, content_md5, file_digests
+from fedrepro.data.layouts import alternative
 from fedrepro.data.registry import RemoteFile, get_dataset
+from fedrepro.logs import Progress, job_log
 
 __all__ = ["ChecksumError", "download", "fetch_file", "verify"]
 
@@ -70,17 +72,16 @@ def verify(path: str | os.PathLike[str], remote: RemoteFile) -> str:
     )
 
 
-def _stream(url: str, part: Path) -> None:
-    """Copy ``url`` to ``part`` and print a progress line about every 10 %."""
+def _stream(url: str, part: Path, size: int | None = None) -> None:
+    """Copy ``url`` to ``part``; the job's log shows the bytes done of the total (the server's
+    Content-Length, else the registry's size) at each tenth and at least every 30 s."""
     with urlopen(url) as response, open(part, "wb") as out:
-        total = int(getattr(response, "headers", {}).get("Content-Length") or 0)
-        done, next_report = 0, 0.1
+        total = int(getattr(response, "headers", {}).get("Content-Length") or size or 0)
+        progress = Progress(part.name, total, "bytes")
         while chunk := response.read(_CHUNK):
             out.write(chunk)
-            done += len(chunk)
-            if total and done / total >= next_report:
-                print(f"{part.name}: {100 * done // total}% of {total} bytes", file=sys.stderr)
-                next_report = (int(10 * done / total) + 1) / 10
+            progress.add(len(chunk))
+        progress.finish()
 
 
 def _missing_message(remote: RemoteFile, staged: Path) -> str:
@@ -126,7 +127,7 @@ def fetch_file(
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     try:
-        _stream(remote.url, part)
+        _stream(remote.url, part, remote.size)
         verify(part, remote)
     except (urllib.error.URLError, TimeoutError) as err:
         part.unlink(missing_ok=True)
@@ -143,7 +144,29 @@ def fetch_file(
 
 
 def download(dataset: str, data_root: str | os.PathLike[str]) -> list[Path]:
-    """Fetch every raw file of ``dataset`` into ``data_root/<dataset>/``."""
+    """Fetch every raw file of ``dataset`` into ``data_root/<dataset>/``, or take the layout
+    staged there in its place that the parser reads (``fedrepro.data.layouts``, checked by
+    content) where the file itself is not staged. Files that can be neither fetched nor
+    found are named all at once, in one line."""
     spec = get_dataset(dataset)
     dest_dir = Path(data_root) / spec.name
-    return [fetch_file(remote, dest_dir, data_root) for remote in spec.remote]
+    paths, failed = [], []
+    for remote in spec.remote:
+        names = (remote.filename, remote.content_filename)
+        if not any((dest_dir / n).exists() for n in names if n):
+            stand_in = alternative(spec, remote, dest_dir)
+            if stand_in is not None:
+                job_log(f"{dataset}: {remote.filename} not staged; {stand_in} read in its place")
+                paths.append(stand_in)
+                continue
+        try:
+            paths.append(fetch_file(remote, dest_dir, data_root))
+        except (FileNotFoundError, DownloadError) as err:
+            failed.append(err)
+    if failed:
+        kind = DownloadError if any(isinstance(e, DownloadError) for e in failed) else None
+        message = f"{len(failed)} of {len(spec.remote)} files missing: " + " | ".join(
+            str(e) for e in failed
+        )
+        raise (kind or FileNotFoundError)(message)
+    return paths

@@ -31,10 +31,22 @@ from fedrepro.data.rawfiles import (
     safe_unpickle,
 )
 from fedrepro.data.registry import CORRUPTIONS, DatasetSpec, get_dataset
+from fedrepro.logs import job_log
 
 __all__ = ["parse"]
 
 _IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".ppm"}
+
+
+def image_files(folder: Path) -> list[Path]:
+    """The image files of ``folder`` in name order, by suffix, without macOS's AppleDouble
+    ``._<name>`` resource files (an archive made on a Mac holds one beside every image, with
+    the image's suffix but no image in it: PIL raised UnidentifiedImageError on them)."""
+    return sorted(
+        f
+        for f in folder.iterdir()
+        if f.suffix.lower() in _IMAGE_SUFFIXES and not f.name.startswith("._")
+    )
 
 
 def _split(
@@ -53,7 +65,7 @@ def _split(
     )
 
 
-def _find(raw_dir: Path, *names: str) -> Path:
+def find(raw_dir: Path, *names: str) -> Path:
     """First file or folder named like one of ``names`` in ``raw_dir`` or up to two levels
     below it (archives often add a top folder; deeper walks are slow on image trees)."""
     for pattern in ("{}", "*/{}", "*/*/{}"):
@@ -70,10 +82,10 @@ def _find(raw_dir: Path, *names: str) -> Path:
 def _cifar_files(raw_dir: Path, archive: str, folder: str) -> dict[str, bytes]:
     """Read every file of the CIFAR python folder, from an extracted tree or the tar.gz."""
     try:
-        root = _find(raw_dir, folder)
+        root = find(raw_dir, folder)
         return {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
     except FileNotFoundError:
-        tar = _find(raw_dir, archive)
+        tar = find(raw_dir, archive)
     with tarfile.open(tar) as tf:
         out = {}
         for member in tf:
@@ -165,10 +177,10 @@ def _parse_idx(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, 
     out = {}
     for split, prefix in (("train", "train"), ("test", "t10k")):
         images = _read_idx(
-            _find(raw_dir, f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-images-idx3-ubyte")
+            find(raw_dir, f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-images-idx3-ubyte")
         )
         labels = _read_idx(
-            _find(raw_dir, f"{prefix}-labels-idx1-ubyte.gz", f"{prefix}-labels-idx1-ubyte")
+            find(raw_dir, f"{prefix}-labels-idx1-ubyte.gz", f"{prefix}-labels-idx1-ubyte")
         )
         out[split] = _split(images, labels, spec)
     return out
@@ -186,7 +198,7 @@ def _read_digit_mat(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def _parse_svhn(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
     return {
-        split: _split(*_read_digit_mat(_find(raw_dir, f"{split}_32x32.mat")), spec)
+        split: _split(*_read_digit_mat(find(raw_dir, f"{split}_32x32.mat")), spec)
         for split in ("train", "test")
     }
 
@@ -204,10 +216,10 @@ def _parse_synthdigits(raw_dir: Path, spec: DatasetSpec, size: int | None) -> di
     out = {}
     for split in ("train", "test"):
         try:
-            with gzip.open(_find(raw_dir, f"synth_{split}.pt.gz"), "rb") as handle:
+            with gzip.open(find(raw_dir, f"synth_{split}.pt.gz"), "rb") as handle:
                 images, labels = _tensor_pair(handle.read())
         except FileNotFoundError:
-            images, labels = _read_digit_mat(_find(raw_dir, f"synth_{split}_32x32.mat"))
+            images, labels = _read_digit_mat(find(raw_dir, f"synth_{split}_32x32.mat"))
         out[split] = _split(images, labels, spec)
     return out
 
@@ -215,30 +227,36 @@ def _parse_synthdigits(raw_dir: Path, spec: DatasetSpec, size: int | None) -> di
 # --- MNIST-M -------------------------------------------------------------------------------------
 
 
+def mnistm_original_listing(raw_dir: Path, split: str) -> tuple[list[Path], list[int]]:
+    """MNIST-M's original release: ``mnist_m_<split>_labels.txt`` rows ``<file> <digit>`` naming
+    the images of the folder ``mnist_m_<split>/`` beside it."""
+    listing = find(raw_dir, f"mnist_m_{split}_labels.txt")
+    rows = [line.split() for line in listing.read_text().splitlines() if line.strip()]
+    return [listing.parent / f"mnist_m_{split}" / row[0] for row in rows], [
+        int(row[1]) for row in rows
+    ]
+
+
 def _mnistm_split(raw_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     for finder in (
-        lambda: _find(raw_dir, f"mnist_m_{split}.pt").read_bytes(),
-        lambda: read_tar_member(
-            _find(raw_dir, f"mnist_m_{split}.pt.tar.gz"), f"mnist_m_{split}.pt"
-        ),
+        lambda: find(raw_dir, f"mnist_m_{split}.pt").read_bytes(),
+        lambda: read_tar_member(find(raw_dir, f"mnist_m_{split}.pt.tar.gz"), f"mnist_m_{split}.pt"),
     ):
         try:
             return _tensor_pair(finder())
         except FileNotFoundError:
             pass
     try:  # original release: mnist_m_<split>/ images + mnist_m_<split>_labels.txt
-        listing = _find(raw_dir, f"mnist_m_{split}_labels.txt")
-        rows = [line.split() for line in listing.read_text().splitlines() if line.strip()]
-        paths = [listing.parent / f"mnist_m_{split}" / name for name, _ in rows]
-        return load_images(paths, None), np.array([int(label) for _, label in rows])
+        paths, labels = mnistm_original_listing(raw_dir, split)
+        return load_images(paths, None, what=f"mnistm {split}"), np.array(labels)
     except FileNotFoundError:
         pass
-    root = _find(raw_dir, "mnist_m") / split  # class-folder tree mnist_m/<split>/<digit>/
-    paths, labels = _class_folder_files(root)
-    return load_images(paths, None), np.asarray(labels)
+    root = find(raw_dir, "mnist_m") / split  # class-folder tree mnist_m/<split>/<digit>/
+    paths, labels = class_folder_files(root)
+    return load_images(paths, None, what=f"mnistm {split}"), np.asarray(labels)
 
 
-def _class_folder_files(
+def class_folder_files(
     root: Path, classes: tuple[str, ...] | None = None
 ) -> tuple[list[Path], list[int]]:
     """Image files of a ``root/<class>/`` tree and their labels: the folders ``classes`` in
@@ -254,14 +272,20 @@ def _class_folder_files(
         folders = [root / c for c in classes]
     paths, labels = [], []
     for label, folder in enumerate(folders):
-        files = sorted(f for f in folder.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
+        files = image_files(folder)
         paths += files
         labels += [label] * len(files)
     return paths, labels
 
 
 def _parse_mnistm(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
-    return {split: _split(*_mnistm_split(raw_dir, split), spec) for split in ("train", "test")}
+    """Any staged layout at one side: the original release is 32×32 (the registry's), liyxi's
+    copy (made from keras_mnistm's 28×28 images) is resized to it."""
+    out = {}
+    for split in ("train", "test"):
+        out[split] = _split(*_mnistm_split(raw_dir, split), spec)
+        out[split].images = resize_images(out[split].images, size or spec.image_size)
+    return out
 
 
 # --- SYN: Roy et al.'s Synthetic Digits (FedPCE's SYN), a Kaggle folder tree ---------------------
@@ -275,12 +299,12 @@ def _parse_syn_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[
     staged zip (extracted once). No checksum is published: each split must hold the ten digit
     folders and exactly the registry's image count (§4.1: 10,000 and 2,000)."""
     try:
-        root = _find(raw_dir, "synthetic_digits")
+        root = find(raw_dir, "synthetic_digits")
     except FileNotFoundError:
         for archive in sorted(raw_dir.glob("*.zip")):
             extract_once(archive, raw_dir)
         try:
-            root = _find(raw_dir, "synthetic_digits")
+            root = find(raw_dir, "synthetic_digits")
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"{raw_dir}: no synthetic_digits/ folder (nor a .zip holding one); stage the "
@@ -290,13 +314,14 @@ def _parse_syn_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[
     out = {}
     for split, want in zip(spec.splits, spec.sizes, strict=True):
         tree = root / _SYN_FOLDERS[split]
-        paths, labels = _class_folder_files(tree, spec.classes)
+        paths, labels = class_folder_files(tree, spec.classes)
         if len(paths) != want:
             raise ValueError(
                 f"{tree}: {len(paths):,} images, expected {want:,} (Roy et al. 2018, as "
                 "FedPCE §4.1 counts them); stage the Kaggle release prasunroy/synthetic-digits"
             )
-        out[split] = _split(load_images(paths, size or spec.image_size), labels, spec)
+        images = load_images(paths, size or spec.image_size, what=f"syn {split}")
+        out[split] = _split(images, labels, spec)
     return out
 
 
@@ -306,7 +331,7 @@ def _parse_syn_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[
 def _parse_usps(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
     out = {}
     for split, name in (("train", "usps.bz2"), ("test", "usps.t.bz2")):
-        with bz2.open(_find(raw_dir, name), "rt") as handle:
+        with bz2.open(find(raw_dir, name), "rt") as handle:
             lines = [line for line in handle if line.strip()]
         pixels = np.zeros((len(lines), 256), np.float32)  # absent libsvm entries are 0
         labels = np.empty(len(lines), np.int64)
@@ -326,20 +351,21 @@ def _parse_usps(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str,
 
 def _tiny_root(raw_dir: Path) -> Path:
     try:
-        return _find(raw_dir, "tiny-imagenet-200")
+        return find(raw_dir, "tiny-imagenet-200")
     except FileNotFoundError:
-        extract_once(_find(raw_dir, "tiny-imagenet-200.zip"), raw_dir)
-        return _find(raw_dir, "tiny-imagenet-200")
+        extract_once(find(raw_dir, "tiny-imagenet-200.zip"), raw_dir)
+        return find(raw_dir, "tiny-imagenet-200")
 
 
-def _parse_tinyimagenet(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
-    root = _tiny_root(raw_dir)
+def tiny_listing(root: Path) -> tuple[list[str], dict[str, tuple[list[Path], list[int]]]]:
+    """The class folders (wnids, ImageFolder order) of an extracted ``tiny-imagenet-200`` tree
+    and each split's image files and labels; test = the labelled val/ images."""
     wnids = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())  # ImageFolder order
     index = {w: i for i, w in enumerate(wnids)}
     train_paths, train_labels = [], []
     for wnid in wnids:
         folder = root / "train" / wnid / "images"
-        files = sorted(f for f in folder.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
+        files = image_files(folder)
         train_paths += files
         train_labels += [index[wnid]] * len(files)
     annotations = root / "val" / "val_annotations.txt"
@@ -354,13 +380,18 @@ def _parse_tinyimagenet(raw_dir: Path, spec: DatasetSpec, size: int | None) -> d
         for wnid in wnids:
             folder = root / "val" / wnid
             folder = folder / "images" if (folder / "images").is_dir() else folder
-            files = sorted(f for f in folder.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
+            files = image_files(folder)
             val_paths += files
             val_labels += [index[wnid]] * len(files)
+    return wnids, {"train": (train_paths, train_labels), "test": (val_paths, val_labels)}
+
+
+def _parse_tinyimagenet(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
+    wnids, listing = tiny_listing(_tiny_root(raw_dir))
     side = size or spec.image_size
     return {
-        "train": _split(load_images(train_paths, side), train_labels, spec, wnids),
-        "test": _split(load_images(val_paths, side), val_labels, spec, wnids),
+        split: _split(load_images(paths, side, what=f"tinyimagenet {split}"), labels, spec, wnids)
+        for split, (paths, labels) in listing.items()
     }
 
 
@@ -392,7 +423,7 @@ def _split_lists(raw_dir: Path, domain: str) -> dict[str, list[tuple[str, str]]]
     lists = {}
     for split in ("train", "test"):
         try:
-            path = _find(raw_dir, f"{domain}_{split}.pkl")
+            path = find(raw_dir, f"{domain}_{split}.pkl")
         except FileNotFoundError:
             return None
         with open(path, "rb") as handle:
@@ -413,7 +444,7 @@ def _default_split_lists(
         folder = root / domain / cls
         if not folder.is_dir():
             continue
-        files = sorted(f.name for f in folder.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
+        files = [f.name for f in image_files(folder)]
         rng = np.random.default_rng(zlib.crc32(f"{domain}/{cls}".encode()))
         order = rng.permutation(len(files))
         cut = int(round(0.8 * len(files)))
@@ -434,11 +465,17 @@ def _parse_domain_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> di
     index = {c: i for i, c in enumerate(spec.classes)}
     parts: dict[str, list[tuple[np.ndarray, list[int], int]]] = {"train": [], "test": []}
     side = size or spec.image_size
+    lists = {
+        domain: _split_lists(raw_dir, domain) or _default_split_lists(root, domain, spec.classes)
+        for domain in spec.domains
+    }
+    absent = _absent_listed(root, spec, lists)
     for d, domain in enumerate(spec.domains):
-        lists = _split_lists(raw_dir, domain) or _default_split_lists(root, domain, spec.classes)
-        for split, rows in lists.items():
+        for split, rows in lists[domain].items():
+            rows = [row for row in rows if row[0] not in absent[split]]
             paths = [root / key for key, _ in rows]
-            parts[split].append((load_images(paths, side), [index[c] for _, c in rows], d))
+            images = load_images(paths, side, what=f"{spec.name} {domain} {split}")
+            parts[split].append((images, [index[c] for _, c in rows], d))
     out = {}
     for split, chunks in parts.items():
         split_ = _split(
@@ -448,8 +485,35 @@ def _parse_domain_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> di
             [torch.full((len(c[1]),), c[2], dtype=torch.int64) for c in chunks]
         )
         split_.domain_names = list(spec.domains)
+        split_.absent = sorted(absent[split])
         out[split] = split_
     return out
+
+
+def _absent_listed(
+    root: Path, spec: DatasetSpec, lists: dict[str, dict[str, list[tuple[str, str]]]]
+) -> dict[str, set[str]]:
+    """The files a split list names that the staged tree lacks, per split: logged by name and
+    left out, or refused in one line above the registry's ``absent_allowed`` (FedBN's DomainNet
+    pickles list 33 files the cleaned clipart and painting zips dropped)."""
+    absent: dict[str, set[str]] = {"train": set(), "test": set()}
+    for rows in lists.values():
+        for split, listed in rows.items():
+            absent[split] |= {key for key, _ in listed if not (root / key).is_file()}
+    names = sorted(set().union(*absent.values()))
+    if len(names) > spec.absent_allowed:
+        shown = ", ".join(names[:20]) + (
+            f" and {len(names) - 20:,} more" if len(names) > 20 else ""
+        )
+        raise FileNotFoundError(
+            f"{root}: {len(names):,} files listed by the split files are absent (at most "
+            f"{spec.absent_allowed} may be: {spec.absent_why or 'none known'}): {shown}"
+        )
+    for name in names:
+        job_log(f"{spec.name}: listed but absent, left out: {name}")
+    if names:
+        job_log(f"{spec.name}: {len(names)} listed files absent (at most {spec.absent_allowed})")
+    return absent
 
 
 # --- CIFAR-10-C and CIFAR-10.1 -------------------------------------------------------------------
@@ -457,13 +521,13 @@ def _parse_domain_tree(raw_dir: Path, spec: DatasetSpec, size: int | None) -> di
 
 def _parse_cifar10c(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
     try:
-        root = _find(raw_dir, "labels.npy").parent
+        root = find(raw_dir, "labels.npy").parent
     except FileNotFoundError:
         names = {f"{c}.npy" for c in CORRUPTIONS} | {"labels.npy"}
         extract_once(
-            _find(raw_dir, "CIFAR-10-C.tar"), raw_dir, lambda n: PurePosixPath(n).name in names
+            find(raw_dir, "CIFAR-10-C.tar"), raw_dir, lambda n: PurePosixPath(n).name in names
         )
-        root = _find(raw_dir, "labels.npy").parent
+        root = find(raw_dir, "labels.npy").parent
     labels = np.load(root / "labels.npy").astype(np.int64)
     per_severity = len(labels) // 5
     images = np.empty((len(CORRUPTIONS) * len(labels), 32, 32, 3), np.uint8)
@@ -482,8 +546,8 @@ def _parse_cifar10c(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[
 
 
 def _parse_cifar101(raw_dir: Path, spec: DatasetSpec, size: int | None) -> dict[str, Split]:
-    images = np.load(_find(raw_dir, "cifar10.1_v6_data.npy"))
-    labels = np.load(_find(raw_dir, "cifar10.1_v6_labels.npy"))
+    images = np.load(find(raw_dir, "cifar10.1_v6_data.npy"))
+    labels = np.load(find(raw_dir, "cifar10.1_v6_labels.npy"))
     return {"test": _split(images, labels, spec)}
 
 

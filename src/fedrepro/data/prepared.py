@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from safetensors import safe_open
@@ -23,6 +23,8 @@ class Split:
     domains: torch.Tensor | None
     classes: list[str]
     domain_names: list[str]
+    # files a split list names that were absent from the staged tree and left out (DomainNet)
+    absent: list[str] = field(default_factory=list)
 
 
 def save_split(path: str | os.PathLike[str], split: Split, meta: dict[str, str]) -> None:
@@ -46,6 +48,8 @@ def save_split(path: str | os.PathLike[str], split: Split, meta: dict[str, str])
         "classes": json.dumps(list(split.classes)),
         "domain_names": json.dumps(list(split.domain_names)),
     }
+    if split.absent:  # the record of what a split list named and the staged tree lacked
+        metadata["absent"] = json.dumps(list(split.absent))
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
 
 
@@ -61,4 +65,5 @@ def load_split(path: str | os.PathLike[str], device: str | torch.device = "cpu")
         domains=tensors.get("domains"),
         classes=json.loads(metadata.get("classes", "[]")),
         domain_names=json.loads(metadata.get("domain_names", "[]")),
+        absent=json.loads(metadata.get("absent", "[]")),
     )

@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from fedrepro.checksums import is_gzip
+from fedrepro.logs import Progress
 
 __all__ = ["extract_once", "load_images", "open_maybe_gzip", "read_tar_member", "safe_unpickle"]
 
@@ -89,12 +90,17 @@ def read_tar_member(archive: Path, basename: str) -> bytes:
     raise FileNotFoundError(f"{archive}: no member named {basename}")
 
 
-def load_images(paths: Sequence[Path], size: int | None, channels: int = 3) -> np.ndarray:
+def load_images(
+    paths: Sequence[Path], size: int | None, channels: int = 3, what: str = "decoded"
+) -> np.ndarray:
     """Decode image files to uint8 N×size×size×C (each resized with PIL's antialiased
-    bilinear filter, since source images differ in size)."""
+    bilinear filter, since source images differ in size); the job's log shows how many are
+    done (``what``: which images)."""
     mode = "RGB" if channels == 3 else "L"
     out: list[np.ndarray] = []
+    progress = Progress(what, len(paths), "images")
     for path in paths:
+        progress.add(1)
         with Image.open(path) as img:
             img = img.convert(mode)
             if size is not None and img.size != (size, size):
