@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.report.tables import make_table
+from fedrepro.report.tables import make_table, report_caption
 from tests.report.test_report_results import make_manifest, with_files
 
 LABELS = ("dataset", "partition", "algorithm", "variant")
@@ -203,6 +203,20 @@ def test_standard_error_spread_divides_the_std_by_root_n(tmp_path: Path) -> None
     bad = {**manifest, "spec": {**spec, "spread": "iqr"}}
     with pytest.raises(ValueError, match="spread"):
         make_table(with_files(bad, runs), tmp_path / "bad", None)
+
+
+def test_a_difference_columns_pm_is_named_by_the_tables_spread(tmp_path: Path) -> None:
+    """With ``spread: se`` a ``std_diff`` column's ± is the difference of the cells' standard
+    errors, not of their standard deviations (the caption said std)."""
+    runs = tmp_path / "runs"
+    diff = {"name": "Avg diff", "label": "variant", "minuend": "b", "subtrahend": "a"}
+    spec = {"rows": "algorithm", "columns": "variant", "spread": "se", "diff": [diff]}
+    cells = {("x", "FedAvg", "a"): (50.0, 3.0), ("x", "FedAvg", "b"): (52.0, 6.0)}
+    manifest = make_manifest(cells, ("dataset", "algorithm", "variant"), runs, spec=spec)
+    make_table(with_files(manifest, runs), tmp_path / "se", None)
+    text = (tmp_path / "se.md").read_text()
+    assert "mean se(b) − mean se(a)" in text and "std(" not in text
+    assert "mean se(b)" in report_caption("table", spec)
 
 
 def test_inline_diff_is_kept_per_group_after_its_columns(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from fedrepro.experiments.plan import build_plan, shift_dataset
 from fedrepro.jobs.forkserver import ForkServer
 from fedrepro.report.results import result_files
 from fedrepro.report.tables import report_caption
-from fedrepro.report.tables import report_caption
 
 try:  # validates the config first: a bad value stops here with one line naming the key
     PLAN = build_plan(config, Path(workflow.basedir))
@@ -280,12 +279,6 @@ BENCH_PAGE = ["engine", "clients", "rounds", "dag", "cost"]
 
 
 def bench_spec(wildcards):
-def item_cells(wildcards):
-    """What a table item's cells, their ± and their marks are (its report caption)."""
-    item = PLAN.items[f"{wildcards.paper}/{wildcards.item}"]
-    return report_caption(item["kind"], item["spec"])
-
-
     return json.dumps(BENCH["workloads"][wildcards.workload])
 
 

@@ -30,6 +30,7 @@ rule table:
         manifest=item_manifest,
         title=lambda wildcards: item_text(wildcards, "title"),
         caption=lambda wildcards: item_text(wildcards, "caption"),
+        cells=item_cells,
     script:
         "../scripts/make_item.py"
 

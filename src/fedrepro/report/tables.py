@@ -1,5 +1,6 @@
-"""Paper tables in the paper's layout: mean ± std over seeds, difference columns, and the
-paper's reported value beside every measured cell. Written as md, tex, csv and html.
+"""Paper tables in the paper's layout: mean ± spread over seeds (``spread``), difference
+columns, and the paper's reported value beside every measured cell. Written as md, tex, csv
+and html; ``report_caption`` is a table's caption in the Snakemake report.
 
 Item spec keys (``manifest["spec"]``):
 
@@ -137,7 +138,18 @@ def _parse_diffs(spec: dict[str, Any], columns: list[str], where: str) -> list[D
     return parsed
 
 
-SPREADS = ("std", "se")
+# spec key ``spread`` -> (what a cell's ± is, its short name in a difference column's ±)
+SPREADS = {
+    "std": ("sample standard deviation (ddof=1)", "std"),
+    "se": ("standard error (sample standard deviation, ddof=1, over √n)", "se"),
+}
+# the marks a measured or difference cell may carry, and what each means
+MARKS = {
+    DAGGER: "at least one seed diverged (non-finite aggregate or loss); the cell summarises "
+    "its finite seeds.",
+    PARTIAL: "not every run (or algorithm pair) of the cell is available; partial summary.",
+    MISSING: "no finished run for this cell.",
+}
 
 
 def _spread(spec: dict[str, Any], where: str) -> str:
@@ -145,6 +157,54 @@ def _spread(spec: dict[str, Any], where: str) -> str:
     if spread not in SPREADS:
         raise ValueError(f"{where}: spec key 'spread' is {spread!r} (allowed: std, se)")
     return spread
+
+
+def cells_note(spec: dict[str, Any]) -> str:
+    """What every measured cell of a table item is: the mean ± its ``spread`` over seeds."""
+    return f"each cell is the mean ± {SPREADS[_spread(spec, '')][0]} over seeds"
+
+
+def diff_lines(spec: dict[str, Any], diffs: list[DiffSpec]) -> list[str]:
+    """What each difference column is and what its ± is."""
+    short = SPREADS[_spread(spec, "")][1]
+    lines = []
+    for d in diffs:
+        pm = (
+            f"its ± is mean {short}({d.minuend}) − mean {short}({d.subtrahend}) over the same "
+            "pairs (the formula that reproduces the paper's printed values; it can be negative)"
+            if d.pm == "std_diff"
+            else "no ± is given"
+        )
+        what = (
+            f"{d.minuend} − {d.subtrahend} in each column group"
+            if d.inline
+            else f"mean of ({d.minuend} − {d.subtrahend}) over the row's pairs"
+        )
+        lines.append(f"{d.name} = {what}; {pm}.")
+    return lines
+
+
+def report_caption(kind: str, spec: dict[str, Any]) -> str:
+    """An item's cells and marks for its caption in the Snakemake report (``report/
+    table.rst``): which ± this table prints (its ``spread``, its difference columns') and
+    what each mark means (the table's own files note only the marks they print)."""
+    if kind in ("payload", "parameters"):  # counts of paper-scale architectures
+        return (
+            "Each cell is a count computed from the paper-scale architecture (no seeds, no ±); "
+            "the paper's printed value stands beside it where the paper prints one."
+        )
+    if kind != "table":
+        return ""
+    columns = _label_list(spec, "columns", "caption")
+    note = cells_note(spec)
+    lines = [
+        f"{note[0].upper()}{note[1:]}, in the paper's layout. The value the paper reports for "
+        "the same cell is given in brackets beside ours ([paper …], with the ± the paper "
+        "prints).",
+        *diff_lines(spec, _parse_diffs(spec, columns, "caption")),
+        *(f"{mark} {meaning}" for mark, meaning in MARKS.items()),
+    ]
+    return " ".join(lines)
 
 
 def _fmt_pm(mean: float, std: float, fmt: str) -> str:
@@ -390,50 +450,25 @@ def _caption_lines(
     seeds = sorted(set(measured["n"].tolist()) - {0})
     n_text = "–".join(str(s) for s in (seeds[:1] + seeds[-1:] if len(seeds) > 1 else seeds))
     accuracy = f" — {spec['accuracy']} accuracy" if spec.get("accuracy") else ""
-    spread = (
-        "standard error (sample standard deviation, ddof=1, over √n)"
-        if _spread(spec, "") == "se"
-        else "sample standard deviation (ddof=1)"
-    )
     lines = [
-        f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`){accuracy}; each "
-        f"cell is the mean ± {spread} over seeds (n = {n_text or 0} per cell)."
+        f"Metric: {metric_name(metric, spec.get('metric_label'))} (`{metric}`){accuracy}; "
+        f"{cells_note(spec)} (n = {n_text or 0} per cell)."
     ]
     if reported:
         lines.append("[paper …] is the value the paper reports for the same cell.")
-    for d in diffs:
-        pm = (
-            f"its ± is mean std({d.minuend}) − mean std({d.subtrahend}) over the same pairs "
-            "(the formula that reproduces the paper's printed values; it can be negative)"
-            if d.pm == "std_diff"
-            else "no ± is given"
-        )
-        what = (
-            f"{d.minuend} − {d.subtrahend} in each column group"
-            if d.inline
-            else f"mean of ({d.minuend} − {d.subtrahend}) over the row's pairs"
-        )
-        lines.append(f"{d.name} = {what}; {pm}.")
+    lines += diff_lines(spec, diffs)
     if spec.get("caption"):
         lines.append(str(spec["caption"]))
     return lines
 
 
 def _footnotes(frame: pd.DataFrame) -> list[str]:
-    notes = []
-    if frame["text"].str.contains(DAGGER, regex=False).any():
-        notes.append(
-            f"{DAGGER} at least one seed diverged (non-finite aggregate or loss); "
-            "the cell summarises its finite seeds."
-        )
-    if frame["text"].str.contains(PARTIAL, regex=False).any():
-        notes.append(
-            f"{PARTIAL} not every run (or algorithm pair) of the cell is available; "
-            "partial summary."
-        )
-    if frame["text"].str.startswith(MISSING).any():
-        notes.append(f"{MISSING} no finished run for this cell.")
-    return notes
+    printed = {
+        DAGGER: frame["text"].str.contains(DAGGER, regex=False).any(),
+        PARTIAL: frame["text"].str.contains(PARTIAL, regex=False).any(),
+        MISSING: frame["text"].str.startswith(MISSING).any(),
+    }
+    return [f"{mark} {meaning}" for mark, meaning in MARKS.items() if printed[mark]]
 
 
 def make_table(
