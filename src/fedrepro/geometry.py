@@ -8,7 +8,6 @@ of the clients' local tensors by group; figures project them to 2-D.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.manifold import TSNE
 
 __all__ = ["pca_2d", "silhouette", "silhouette_vs_shuffled", "tsne_2d"]
 
@@ -70,6 +69,8 @@ def tsne_2d(x: np.ndarray, perplexity: float = 30.0, iters: int = 1000, seed: in
     implementation's adaptive gains), seeded; the perplexity capped at (N − 1)/3 (it must
     stay below N); scikit-learn's defaults otherwise (PCA initialisation, learning rate
     max(N / 48, 50), early exaggeration 12)."""
+    from sklearn.manifold import TSNE  # 1-2 s to import; training jobs import this module
+
     x = np.asarray(x, dtype=np.float64)
     n = len(x)
     if n < 4:

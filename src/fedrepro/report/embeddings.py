@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 from safetensors.numpy import load_file
 
 from fedrepro.geometry import pca_2d, silhouette, tsne_2d
 from fedrepro.report import results
-from fedrepro.report.figures import _empty_panel, _finish, _panel_grid
+from fedrepro.report.panels import empty_panel, finish, panel_grid
 
 __all__ = ["client_levels", "plot_embeddings"]
 
@@ -62,12 +62,12 @@ def _vectors(state: dict[str, np.ndarray], prefix: str, n: int) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64)
 
 
-def plot_embeddings(manifest: dict[str, Any]) -> plt.Figure:
+def plot_embeddings(manifest: dict[str, Any]) -> Figure:
     spec = manifest.get("spec", {})
     vectors: dict[str, str] = spec.get("vectors", {"embedding": "embedding"})
     runs = [r for r in manifest.get("runs", []) if "state" in r.get("files", {})]
     runs.sort(key=lambda r: r.get("labels", {}).get("seed", 0))
-    fig, axes = _panel_grid(len(vectors), 2)
+    fig, axes = panel_grid(len(vectors), 2)
     used = {(i, j) for i in range(len(vectors)) for j in range(2)}
     state_file = runs[0]["files"]["state"] if runs else None
     try:
@@ -76,8 +76,8 @@ def plot_embeddings(manifest: dict[str, Any]) -> plt.Figure:
         state = None
     if state is None:
         for ax in axes.ravel():
-            _empty_panel(ax, "no finished run")
-        _finish(fig, axes, used, manifest)
+            empty_panel(ax, "no finished run")
+        finish(fig, axes, used, manifest)
         return fig
     clients = _clients(manifest, runs[0])
     groups = [str(rec.get("group")) for rec, _ in clients]
@@ -93,7 +93,7 @@ def plot_embeddings(manifest: dict[str, Any]) -> plt.Figure:
         x = _vectors(state, prefix, len(clients))
         if x.ndim != 2 or x.shape[1] == 0:
             for j in range(2):
-                _empty_panel(axes[i, j], f"no client tensors {prefix!r}")
+                empty_panel(axes[i, j], f"no client tensors {prefix!r}")
             continue
         for j, (method, y) in enumerate((("PCA", pca_2d(x)), ("t-SNE", tsne_2d(x)))):
             ax = axes[i, j]
@@ -106,5 +106,5 @@ def plot_embeddings(manifest: dict[str, Any]) -> plt.Figure:
         if len(names) > 1 and len(names) < len(groups):
             notes.append(f"{title}: silhouette {silhouette(x, groups):.2f}")
     axes[0, 0].legend(fontsize=7, loc="best")
-    _finish(fig, axes, used, manifest, "; ".join(notes))
+    finish(fig, axes, used, manifest, "; ".join(notes))
     return fig

@@ -30,24 +30,20 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
+from fedrepro.report import results
+from fedrepro.report.embeddings import plot_embeddings
+from fedrepro.report.output import save_figure
+from fedrepro.report.panels import empty_panel, finish, panel_grid
+from fedrepro.report.templates import metric_name
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from fedrepro.report import results  # noqa: E402
-from fedrepro.report.output import save_figure  # noqa: E402
-from fedrepro.report.templates import metric_name, short_scale_note  # noqa: E402
-
-PANEL_SIZE = (4.2, 3.0)
 LINESTYLES = ("-", "--", ":", "-.")
 
 
@@ -64,17 +60,6 @@ def _labels(spec: dict[str, Any], key: str, where: str, required: bool = False) 
 
 def _key_text(key: tuple) -> str:
     return " · ".join(str(k) for k in key)
-
-
-def _panel_grid(n_rows: int, n_cols: int) -> tuple[plt.Figure, np.ndarray]:
-    fig, axes = plt.subplots(
-        n_rows,
-        n_cols,
-        figsize=(PANEL_SIZE[0] * n_cols, PANEL_SIZE[1] * n_rows + 0.6),
-        squeeze=False,
-        layout="constrained",
-    )
-    return fig, axes
 
 
 def _layout_panels(
@@ -94,23 +79,6 @@ def _layout_panels(
     return keys, pos, math.ceil(len(keys) / n_cols) or 1, n_cols
 
 
-def _finish(
-    fig: plt.Figure, axes: np.ndarray, used: set[tuple[int, int]], manifest: dict, note: str = ""
-) -> None:
-    """Title with the scale (and any marker legend) beneath it; hide grid cells no panel uses."""
-    for (r, c), ax in np.ndenumerate(axes):
-        if (r, c) not in used:
-            ax.set_visible(False)
-    width = max(int(fig.get_figwidth() * 11), 40)
-    title = str(manifest.get("title", manifest.get("item", "")))
-    sub = "; ".join(filter(None, [short_scale_note(manifest.get("scale", "mini")), note]))
-    lines = [
-        textwrap.fill(title, width, break_on_hyphens=False),
-        textwrap.fill(sub, int(width * 1.3), break_on_hyphens=False),
-    ]
-    fig.suptitle("\n".join(lines), fontsize=9.5)
-
-
 def _select(frame: pd.DataFrame, labels: list[str], key: tuple) -> pd.DataFrame:
     if not labels:
         return frame
@@ -118,12 +86,6 @@ def _select(frame: pd.DataFrame, labels: list[str], key: tuple) -> pd.DataFrame:
     for name, value in zip(labels, key, strict=True):
         mask &= (frame[name].astype(str) == str(value)).to_numpy()
     return frame[mask]
-
-
-def _empty_panel(ax: plt.Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.5")
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def plot_curves(manifest: dict[str, Any]) -> plt.Figure:
@@ -142,7 +104,7 @@ def plot_curves(manifest: dict[str, Any]) -> plt.Figure:
     if not hist.empty and metric not in hist:
         raise ValueError(f"{where}: spec key 'metric': {metric!r} is not a history.csv column")
     keys, pos, n_rows, n_cols = _layout_panels(hist, panels)
-    fig, axes = _panel_grid(n_rows, n_cols)
+    fig, axes = panel_grid(n_rows, n_cols)
     line_keys = results.unique_keys(hist, lines) if not hist.empty else []
     colors = {k: f"C{i % 10}" for i, k in enumerate(line_keys)}
     style_keys = results.unique_keys(hist, style) if style and not hist.empty else [()]
@@ -152,7 +114,7 @@ def plot_curves(manifest: dict[str, Any]) -> plt.Figure:
         ax = axes[pos[key]]
         sub = _select(hist, panels, key)
         if sub.empty:
-            _empty_panel(ax, "no finished runs")
+            empty_panel(ax, "no finished runs")
             continue
         for lkey in line_keys:
             for skey in style_keys:
@@ -189,9 +151,9 @@ def plot_curves(manifest: dict[str, Any]) -> plt.Figure:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
     if not keys:
-        _empty_panel(axes[0, 0], "no finished runs")
+        empty_panel(axes[0, 0], "no finished runs")
     note = "× = non-finite / diverged round, drawn as 0" if marked else ""
-    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest, note)
+    finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest, note)
     return fig
 
 
@@ -203,7 +165,7 @@ def plot_partition_hist(manifest: dict[str, Any]) -> plt.Figure:
     parts = manifest.get("partitions", [])
     n_cols = min(len(parts), 3) or 1
     n_rows = math.ceil(len(parts) / n_cols) or 1
-    fig, axes = _panel_grid(n_rows, n_cols)
+    fig, axes = panel_grid(n_rows, n_cols)
     used = set()
     for i, part in enumerate(parts):
         ax = axes[divmod(i, n_cols)]
@@ -214,10 +176,10 @@ def plot_partition_hist(manifest: dict[str, Any]) -> plt.Figure:
             data = json.loads(Path(part["file"]).read_text())
             counts = np.asarray(data["histogram"][split], dtype=float)
         except (OSError, ValueError, KeyError):
-            _empty_panel(ax, "partition file missing")
+            empty_panel(ax, "partition file missing")
             continue
         if counts.ndim != 2 or counts.size == 0:
-            _empty_panel(ax, f"no {split} histogram")
+            empty_panel(ax, f"no {split} histogram")
             continue
         n_clients, n_classes = counts.shape
         cmap = plt.get_cmap(
@@ -236,8 +198,8 @@ def plot_partition_hist(manifest: dict[str, Any]) -> plt.Figure:
         if n_classes <= 20:
             ax.legend(title="class", fontsize=6, title_fontsize=7, ncol=2, loc="upper right")
     if not parts:
-        _empty_panel(axes[0, 0], "no partitions listed")
-    _finish(fig, axes, used or {(0, 0)}, manifest)
+        empty_panel(axes[0, 0], "no partitions listed")
+    finish(fig, axes, used or {(0, 0)}, manifest)
     return fig
 
 
@@ -253,7 +215,7 @@ def _cell_panels(
     results.check_cells_unique(runs, panels + labels, where)
     stats = results.cell_stats(runs, panels + labels) if not runs.empty else runs
     keys, pos, n_rows, n_cols = _layout_panels(stats, panels)
-    fig, axes = _panel_grid(n_rows, n_cols)
+    fig, axes = panel_grid(n_rows, n_cols)
     return stats, keys, pos, fig, axes
 
 
@@ -274,7 +236,7 @@ def plot_bars(manifest: dict[str, Any]) -> plt.Figure:
         ax = axes[pos[key]]
         sub = _select(stats, panels, key)
         if sub.empty:
-            _empty_panel(ax, "no finished runs")
+            empty_panel(ax, "no finished runs")
             continue
         for j, bkey in enumerate(bar_keys):
             cells = _select(sub, bars, bkey)
@@ -308,8 +270,8 @@ def plot_bars(manifest: dict[str, Any]) -> plt.Figure:
         handles, names = axes[pos[keys[0]]].get_legend_handles_labels()
         fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 4), fontsize=7)
     if not keys:
-        _empty_panel(axes[0, 0], "no finished runs")
-    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
+        empty_panel(axes[0, 0], "no finished runs")
+    finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
     return fig
 
 
@@ -371,8 +333,8 @@ def plot_sweep(manifest: dict[str, Any]) -> plt.Figure:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
     if not keys:
-        _empty_panel(axes[0, 0], "no finished runs")
-    _finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
+        empty_panel(axes[0, 0], "no finished runs")
+    finish(fig, axes, set(pos.values()) or {(0, 0)}, manifest)
     return fig
 
 
@@ -400,14 +362,8 @@ PLOTTERS: dict[str, Callable[..., plt.Figure]] = {
     "partition_hist": plot_partition_hist,
     "bars": plot_bars,
     "sweep": plot_sweep,
-    "embeddings": lambda manifest: _embeddings(manifest),
+    "embeddings": plot_embeddings,
 }
-
-
-def _embeddings(manifest: dict[str, Any]) -> plt.Figure:
-    from fedrepro.report.embeddings import plot_embeddings  # it builds on this module
-
-    return plot_embeddings(manifest)
 
 
 def make_figure(manifest: dict[str, Any], out_prefix: str | Path) -> list[Path]:
