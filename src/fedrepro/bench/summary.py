@@ -22,10 +22,9 @@ MEMORY_TEXT = (
 
 
 def md_table(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    body = ["| " + " | ".join(map(str, row)) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
+    """``frame`` as a Markdown (pipe) table by pandas' ``to_markdown``, each cell as written:
+    no number parsing, which would reprint the cells we formatted (0.300 as 0.3)."""
+    return frame.to_markdown(index=False, disable_numparse=True)
 
 
 def _verdict(ok: bool) -> str:
