@@ -130,16 +130,26 @@ def test_a_served_job_reports_its_own_memory_and_cpu_in_its_log(tmp_path, server
         "    t = time.process_time()\n"
         "    while time.process_time() - t < 0.5:\n"
         "        pass\n"
+        "    with open(sys.argv[2], 'wb') as f:  # 50 MiB written through to the disk\n"
+        "        f.write(held[: 50 << 20])\n"
+        "        f.flush()\n"
+        "        __import__('os').fsync(f.fileno())\n"
     )
     used = {}
     for kind in ("idle", "work"):
         log = tmp_path / f"{kind}.log"
         with open(log, "w") as out:
-            subprocess.run([*CLIENT, str(script), kind], check=True, env=server, stdout=out,
-                           stderr=subprocess.STDOUT)  # fmt: skip
+            subprocess.run([*CLIENT, str(script), kind, str(tmp_path / "out.bin")], check=True,
+                           env=server, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
         last = log.read_text().splitlines()[-1]
-        found = re.fullmatch(r"job usage .*: max_rss ([\d.]+) MiB, cpu_time ([\d.]+) s", last)
+        number = r"([\d.]+)"
+        found = re.fullmatch(
+            rf"job usage .*: max_rss {number} MiB, cpu_time {number} s, "
+            rf"io_in {number} MiB, io_out {number} MiB",
+            last,
+        )
         assert found, last
         used[kind] = [float(v) for v in found.groups()]
     assert used["work"][0] - used["idle"][0] >= 195  # the 200 MiB the job held
     assert used["work"][1] >= 0.5 > used["idle"][1]
+    assert used["work"][3] >= 50 > used["idle"][3]  # the 50 MiB it wrote

@@ -18,9 +18,10 @@ the plain command. Killing the client kills its job.
 A job's resources: Snakemake's ``benchmark:`` file samples the shell's process tree, which
 under the server holds only this client (about 17 MB and 0.03 CPU-s for any job). The server
 reaps each job with ``os.wait4`` and sends its resource usage back; the client writes it as
-the last line of its standard error, the job's log (``USAGE``: the job's peak resident memory
-in MiB and its CPU seconds, the benchmark file's ``max_rss`` and ``cpu_time`` columns, its
-descendants included). A plain command needs none: the benchmark file measures the job.
+the last line of its standard error, the job's log (``USAGE``: the job's peak resident memory,
+CPU seconds and block input/output, the benchmark file's ``max_rss``, ``cpu_time``, ``io_in``
+and ``io_out`` columns, its descendants included). A plain command needs none: the benchmark
+file measures the job.
 
 Server: ``python -m fedrepro.jobs.forkserver --serve SOCKET``, started and stopped by the
 Snakefile (config ``forkserver``, ``ForkServer``); it exits with the process that started
@@ -60,7 +61,10 @@ PRELOAD = (
     "fedrepro.report.figures",  # matplotlib: a partition job draws its histogram
 )
 MAX_MESSAGE = 1 << 20
-USAGE = "job usage (fork server, wait4): max_rss {max_rss:.1f} MiB, cpu_time {cpu_time:.2f} s"
+USAGE = (
+    "job usage (fork server, wait4): max_rss {max_rss:.1f} MiB, cpu_time {cpu_time:.2f} s, "
+    "io_in {io_in:.1f} MiB, io_out {io_out:.1f} MiB"
+)
 
 
 def interpreter() -> list[str]:
@@ -254,9 +258,15 @@ def _reap(running: dict, by_conn: dict) -> None:
 
 
 def usage(rusage: resource.struct_rusage) -> dict:
-    """A reaped job's peak resident memory (MiB: Linux counts ``ru_maxrss`` in KiB) and CPU
-    seconds (user + system), in the units of Snakemake's ``max_rss`` and ``cpu_time``."""
-    return {"max_rss": rusage.ru_maxrss / 1024, "cpu_time": rusage.ru_utime + rusage.ru_stime}
+    """A reaped job's peak resident memory (Linux counts ``ru_maxrss`` in KiB), CPU seconds
+    (user + system) and block input and output (512-byte blocks), in the units of Snakemake's
+    ``max_rss``, ``cpu_time``, ``io_in`` and ``io_out`` (MiB, s)."""
+    return {
+        "max_rss": rusage.ru_maxrss / 1024,
+        "cpu_time": rusage.ru_utime + rusage.ru_stime,
+        "io_in": rusage.ru_inblock * 512 / 2**20,
+        "io_out": rusage.ru_oublock * 512 / 2**20,
+    }
 
 
 def _kill(pid: int, running: dict) -> None:
