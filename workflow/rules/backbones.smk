@@ -38,8 +38,10 @@ rule fetch_backbone:
     params:
         command=job_command("fetch_backbone.py"),
         root=DATA_ROOT,
+        random=FETCH_FLAGS,
     shell:
-        "{params.command} {wildcards.backbone} {output}" " --data-root {params.root} > {log} 2>&1"
+        "{params.command} {wildcards.backbone} {output} --data-root {params.root}"
+        " {params.random} > {log} 2>&1"
 
 
 rule probe_backbone:

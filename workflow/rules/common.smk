@@ -4,16 +4,19 @@ import os
 from pathlib import Path
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
+from fedrepro.bench.work import WorkTable, job_resources, known_sizes
 from fedrepro.data.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import build_plan, shift_dataset
 from fedrepro.jobs.forkserver import ForkServer
 from fedrepro.report.results import result_files
+from fedrepro.report.specs import check_specs
 from fedrepro.report.tables import report_caption
 
 try:  # validates the config first: a bad value stops here with one line naming the key
     PLAN = build_plan(config, Path(workflow.basedir))
+    check_specs(PLAN, Path(workflow.basedir))  # items and claims, before any job
 except ConfigError as err:
     raise SystemExit(f"fedrepro config error: {err}")
 
@@ -41,6 +44,8 @@ def job_command(name):
 
 
 DEVICE = config["device"]
+# the smoke stands random weights in for a backbone with none staged (nothing downloads)
+FETCH_FLAGS = "--random" if (PLAN.smoke or {}).get("weights") == "random" else ""
 FORKSERVER = ForkServer()
 
 
@@ -62,11 +67,19 @@ wildcard_constraints:
     item=r"[A-Za-z0-9_]+",
 
 
+# per-sample FLOPs and sample counts of the scale's plan (committed; bench.py work writes it)
+WORK = WorkTable(
+    Path(workflow.basedir) / "config" / "work" / f"{config['scale']}.json",
+    known_sizes(config["bench"]["cost"]["split_sizes"]),
+)
+
+
 def resources(stage, key=None):
-    """`mem_mb` and `runtime` of a job, from the plan, scaled by the Slurm attempt."""
+    """`mem_mb` and `runtime` of a job, from the plan (a training or adaptation job's runtime:
+    its work on the scale's GPU, fedrepro.bench.work), scaled by the Slurm attempt."""
 
     def get(name):
-        return lambda wc, attempt: PLAN.resources(stage, key and wc[key], attempt)[name]
+        return lambda wc, attempt: job_resources(PLAN, WORK, stage, key and wc[key], attempt)[name]
 
     return {"mem_mb": get("mem_mb"), "runtime": get("runtime")}
 
@@ -74,9 +87,14 @@ def resources(stage, key=None):
 def raw_inputs(wildcards):
     """Paper scale parses downloaded files (a composite such as `digits`: those of its
     components, never a download of its own); mini scale synthesizes from nothing."""
-    if SCALE == "mini":
+    if PLAN.synthetic:
         return []
     return [f"{DATA_ROOT}/{d}/.fetched" for d in raw_sources(wildcards.dataset)]
+
+
+def prepare_scale(wildcards):
+    """`mini` (synthesize) where the plan's data is synthetic (mini scale, the smoke)."""
+    return "mini" if PLAN.synthetic else SCALE
 
 
 def data_root_of(wildcards, output):

@@ -34,10 +34,10 @@ rule prepare_data:
     conda:
         ENV
     resources:
-        **resources("data"),
+        **resources("data", "dataset"),
     params:
         command=job_command("prepare_data.py"),
-        scale=SCALE,
+        scale=prepare_scale,
         root=DATA_ROOT,
         args=data_args,
     shell:

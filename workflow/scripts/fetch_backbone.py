@@ -1,6 +1,6 @@
 """Fetch or convert a released backbone into ``results/<scale>/backbones/<name>.safetensors``.
 
-Usage: python workflow/scripts/fetch_backbone.py NAME DEST --data-root DIR [--offline]
+Usage: python workflow/scripts/fetch_backbone.py NAME DEST --data-root DIR [--offline] [--random]
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("dest", help="output safetensors path")
     parser.add_argument("--data-root", required=True, help="folder with backbones/<name>/ staged")
     parser.add_argument("--offline", action="store_true", help="use staged files only")
+    parser.add_argument(
+        "--random", action="store_true", help="random weights where none are staged (smoke)"
+    )
     args = parser.parse_args(argv)
-    fetch_backbone(args.name, args.dest, args.data_root, offline=args.offline)
+    fetch_backbone(args.name, args.dest, args.data_root, offline=args.offline, random=args.random)
 
 
 if __name__ == "__main__":

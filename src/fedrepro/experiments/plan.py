@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fedrepro.data.registry import get_dataset, image_count
 from fedrepro.experiments.checks import (
     check_model,
     check_options,
@@ -32,6 +33,7 @@ from fedrepro.experiments.checks import (
 from fedrepro.experiments.checks import selected as _selected
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
 from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
+from fedrepro.experiments.smoke import cover, smoke_adapt, smoke_run
 
 NOT_HASHED = ("paper",)
 
@@ -96,11 +98,25 @@ class Plan:
     structures: dict[str, dict] = field(default_factory=dict)  # id -> spec
     partitions: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, dict] = field(default_factory=dict)
+    # config bench.cost.split_sizes: the image counts the registry does not publish (the data
+    # jobs' memory is sized by their images)
+    assumed_sizes: dict = field(default_factory=dict)
     backbones: dict[str, dict] = field(default_factory=dict)
     probes: dict[str, list[str]] = field(default_factory=dict)  # pretrained -> its datasets
     items: dict[str, dict] = field(default_factory=dict)  # "<paper>/<item>" -> manifest
     papers: dict[str, list[str]] = field(default_factory=dict)  # paper -> item names
     claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
+    # the paper-shape smoke (config ``smoke``, fedrepro.experiments.smoke): its settings, and
+    # the (algorithm, backbone, tuning, adaptation) combinations its runs cover
+    smoke: dict | None = None
+    covered: list[tuple] = field(default_factory=list)
+    # a smoke run's paper-scale client count (structural items count the paper's clients)
+    paper_clients: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether datasets are synthesized (mini scale, the smoke), not parsed from raw files."""
+        return self.scale == "mini" or bool(self.smoke)
 
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}"
@@ -139,21 +155,36 @@ class Plan:
         return self.path(f"adapt/{self.adapt_job_of[aid]}.json")
 
     def resources(self, stage: str, key: str | None = None, attempt: int = 1) -> dict:
-        """``mem_mb`` and ``runtime`` of a job of ``stage`` (its training job or adapt id as
-        ``key``), scaled by the Slurm attempt number."""
-        run = None
-        if stage == "train":  # a job's runs one after the other: their minutes add up
-            each = [job_resources(self.scale_cfg, stage, self.runs[r])
-                    for r in self.train_jobs[key]]  # fmt: skip
-            return {"mem_mb": max(r["mem_mb"] for r in each) * attempt,
-                    "runtime": sum(r["runtime"] for r in each) * attempt}  # fmt: skip
-        if stage == "adapt":  # one local epoch (finetune) or step budget (client_train) a round
-            adapt = self.adapts[self.adapt_jobs[key][0]]["adapt"]  # one adaptation a job
-            run = {"train": {"rounds": adapt.get("epochs", adapt.get("rounds", 1))}}
-            each = job_resources(self.scale_cfg, stage, run)
-            return {"mem_mb": each["mem_mb"] * attempt,
-                    "runtime": each["runtime"] * len(self.adapt_jobs[key]) * attempt}  # fmt: skip
-        return {k: v * attempt for k, v in job_resources(self.scale_cfg, stage, run).items()}
+        """``mem_mb`` and the least ``runtime`` of a job of ``stage`` (its training job or adapt
+        id as ``key``: ``min_minutes`` a member, run in turn), scaled by the Slurm attempt
+        number. The workflow asks ``fedrepro.bench.work.job_resources``, which adds the time a
+        training or adaptation job's work takes on the scale's GPU."""
+        if stage == "data":  # a preparing job holds its images about 3x over: sized by them
+            job = job_resources(self.scale_cfg, stage)
+            mem = job["mem_mb"] + (self.prepared_mb(key) if key else 0)
+            return {"mem_mb": mem * attempt, "runtime": job["runtime"] * attempt}
+        each = job_resources(self.scale_cfg, stage)
+        members = {"train": self.train_jobs, "adapt": self.adapt_jobs}.get(stage)
+        n = len(members[key]) if members is not None else 1
+        return {"mem_mb": each["mem_mb"] * attempt, "runtime": each["runtime"] * n * attempt}
+
+    def prepared_mb(self, dataset: str) -> int:
+        """Memory (MB) the job preparing ``dataset`` needs beyond ``resources.data.mem_mb``:
+        the scale's ``mb_per_prepared_mb`` (none at mini) times the megabytes of its prepared
+        images, counted at the prepared side from the registry's published counts or the
+        config's assumed ones (``bench.cost.split_sizes``)."""
+        factor = self.scale_cfg.get("resources", {}).get("data", {}).get("mb_per_prepared_mb")
+        if not factor:
+            return 0
+        count = image_count(dataset, self.assumed_sizes)
+        if count is None:
+            raise ConfigError(
+                f"bench.cost.split_sizes: no image count for dataset {dataset!r} (nor in the "
+                "registry): the memory of the job preparing it cannot be sized"
+            )
+        spec = get_dataset(dataset)
+        side = int(_data_of(self.scale_cfg, dataset).get("size") or spec.image_size)
+        return math.ceil(float(factor) * count * side * side * spec.channels / 2**20)
 
 
 def build_plan(config: dict, repo: Path) -> Plan:
@@ -164,8 +195,14 @@ def build_plan(config: dict, repo: Path) -> Plan:
         hint = " (use --configfile config/paper.yaml)" if scale == "paper" else ""
         raise ConfigError(f"config.scales.{scale}: no settings for scale {scale!r}{hint}")
     scale_cfg = config["scales"][scale]
+    smoke = config.get("smoke")
+    if smoke:  # synthetic data at each dataset's shape: the scale's data block sizes it
+        over = {"data": smoke["data"], "datasets": smoke.get("datasets", {})}
+        scale_cfg = deep_merge(scale_cfg, over)
     plan = Plan(scale=scale, root=f"{config['results']}/{scale}", scale_cfg=scale_cfg)
+    plan.smoke = smoke or None
     plan.runs_per_job = config.get("runs_per_job", "seeds")
+    plan.assumed_sizes = config.get("bench", {}).get("cost", {}).get("split_sizes", {})
     for paper in config["papers"]:
         path = Path(repo) / "config" / "experiments" / f"{paper}.yaml"
         if not path.exists():
@@ -182,6 +219,8 @@ def build_plan(config: dict, repo: Path) -> Plan:
         doc = deep_merge(doc, over)
         check_transcriptions(Path(repo), paper, doc)
         _expand_paper(plan, paper, doc, scale_cfg)
+    if plan.smoke:
+        plan.covered = cover(plan)
     if config.get("eval_rounds", "read") == "read":
         _evaluate_where_read(plan)
     return plan
@@ -229,10 +268,13 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                     cfg = deep_merge(cfg, over["set"])
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
             check_options(paper, doc, labels, cfg, adapt)
+            if adapt is not None and plan.smoke:
+                adapt = smoke_adapt(adapt, plan.smoke)
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
                 _register_shift(plan, adapt.get("shift"), scale_cfg)
-            for seed in doc["grids"][gname].get("seeds", doc["seeds"]):
+            seeds = doc["grids"][gname].get("seeds", doc["seeds"])
+            for seed in seeds[:1] if plan.smoke else seeds:
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
                 rid = plan.add_run(run)
                 entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed}}
@@ -381,13 +423,14 @@ def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str)
             if label in seen or not _selected(r["labels"], source.get("where")):
                 continue
             seen.add(label)
-            run = plan.runs[r.get("run", r["id"])]
+            rid = r.get("run", r["id"])
+            run = plan.runs[rid]
             config = {
                 "row": source["rows"],
                 "label": label,
                 "model": run["model"],
                 "algorithm": run["algorithm"],
-                "clients": run["partition"]["clients"],
+                "clients": plan.paper_clients.get(rid, run["partition"]["clients"]),
             }
             configs += _variants(config, source.get("variants"), f"items.{item}.sources[{i}]")
     return configs
@@ -445,6 +488,9 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     unless the config fixes ``partition.seed``; a ``cv`` block without ``fold`` takes the
     replicate as its fold (FedPCE: one partition, seeds 0–4 are its five folds)."""
     run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
+    clients = run["partition"]["clients"]
+    if plan.smoke:
+        run = smoke_run(run, plan.smoke)
     if "cv" in run and "fold" not in run["cv"]:
         run["cv"] = {**run["cv"], "fold": seed}
         if seed >= run["cv"]["folds"]:
@@ -468,6 +514,8 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     pid = f"{dataset}-{part['scheme']}-k{part['clients']}-s{pseed}-{digest(pid_body, 8)}"
     run["partition_id"] = pid
     validate(run, "run", where)
+    if plan.smoke:
+        plan.paper_clients[run_id(run)] = clients
     plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": pseed})
     plan.datasets.setdefault(dataset, run["data"])
     if run["model"].get("pretrained", True):
@@ -499,12 +547,8 @@ def _register_shift(plan: Plan, shift: dict | None, scale_cfg: dict) -> None:
         plan.datasets.setdefault(name, _data_of(scale_cfg, name))
 
 
-def job_resources(scale_cfg: dict, stage: str, run: dict | None = None) -> dict:
-    """Slurm ``mem_mb`` and ``runtime`` (minutes) of one job at attempt 1, from the scale's
-    ``resources`` block; training and adaptation scale with rounds × local epochs."""
+def job_resources(scale_cfg: dict, stage: str) -> dict:
+    """Slurm ``mem_mb`` and least ``runtime`` (minutes) of one job of ``stage`` (one member of
+    a training or adaptation job) at attempt 1, from the scale's ``resources`` block."""
     job = scale_cfg.get("resources", {}).get(stage, {"mem_mb": 4000, "min_minutes": 30})
-    minutes = float(job["min_minutes"])
-    if run is not None:
-        epochs = int(run["train"]["rounds"]) * int(run["train"].get("local_epochs", 1))
-        minutes = max(minutes, float(job.get("minutes_per_round", 0.0)) * epochs)
-    return {"mem_mb": int(job["mem_mb"]), "runtime": math.ceil(minutes)}
+    return {"mem_mb": int(job["mem_mb"]), "runtime": math.ceil(float(job["min_minutes"]))}

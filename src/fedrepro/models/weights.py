@@ -201,12 +201,15 @@ def _load_staged(name: str, spec: BackboneSpec, path: Path) -> nn.Module:
     return timm.create_model(spec.timm_id, pretrained=True, pretrained_cfg_overlay=overlay)
 
 
-def fetch_backbone(name: str, dest: StrPath, data_root: StrPath, offline: bool = False) -> None:
+def fetch_backbone(
+    name: str, dest: StrPath, data_root: StrPath, offline: bool = False, random: bool = False
+) -> None:
     """Write ``name``'s pretrained weights (with their original head) as safetensors at ``dest``.
 
     A file pre-staged under ``data_root/backbones/<name>/`` is verified and converted without
     network; otherwise, unless ``offline``, timm downloads the release. Tiny and from-scratch
-    backbones have nothing to fetch."""
+    backbones have nothing to fetch. With ``random`` (the paper-shape smoke), a backbone with no
+    staged file gets its random initialisation, written as a fetched one (``source: random``)."""
     spec = get_spec(name)
     if spec.source in ("workflow", "scratch"):
         raise ValueError(
@@ -226,6 +229,9 @@ def fetch_backbone(name: str, dest: StrPath, data_root: StrPath, offline: bool =
         if not expected:
             _record_first_use(staged, digest)
         meta.update(staged=str(staged), sha256=digest)
+    elif random:  # no classifier: runs build their own head
+        model = create_backbone(name, num_classes=0)
+        meta.update(source="random")
     elif offline or spec.timm_id is None:
         raise FileNotFoundError(
             f"{name}: no pre-staged weights (looked for {[str(p) for p in candidates]}); "

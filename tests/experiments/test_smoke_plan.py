@@ -1,0 +1,79 @@
+"""The paper-shape smoke's plan (config/smoke.yaml over config/paper.yaml): the paper-scale
+runs unchanged but for data, clients, schedule and seeds; every (algorithm, backbone,
+tuning, adaptation) combination and every item kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import paper_plan
+from fedrepro.experiments.smoke import SMOKE_LABEL, combination
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = load_yaml(REPO / "config/smoke.yaml")["smoke"]
+UNSHRUNK = ("model", "algorithm", "dataset", "paper")  # what the smoke never changes
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return paper_plan(REPO), paper_plan(REPO, smoke=SMOKE)
+
+
+def _combinations(plan, manifests) -> set[tuple]:
+    return {combination(plan, e) for m in manifests for e in m["runs"]}
+
+
+def test_every_combination_and_item_of_the_paper_plan_is_kept(plans):
+    paper, smoke = plans
+    assert _combinations(smoke, smoke.items.values()) == _combinations(paper, paper.items.values())
+    assert set(smoke.items) == set(paper.items)
+    for name, manifest in smoke.items.items():
+        assert bool(manifest["runs"]) == bool(paper.items[name]["runs"]), name
+        assert manifest["scale"] == SMOKE_LABEL
+    assert smoke.structures == paper.structures
+    assert len(smoke.runs) < len(paper.runs) / 20
+
+
+def test_runs_keep_their_models_and_hyperparameters_and_shrink_the_rest(plans):
+    paper, smoke = plans
+    by_group = {}
+    for run in paper.runs.values():
+        by_group.setdefault((run["paper"], run["dataset"], run["algorithm"]["name"]), []).append(
+            run
+        )
+    for rid, run in smoke.runs.items():
+        assert rid.endswith("-s" + str(run["seed"]))
+        assert run["train"]["rounds"] == SMOKE["rounds"]
+        assert run["train"]["local_steps"] == SMOKE["steps"]
+        assert run["train"]["batch_size"] == SMOKE["batch_size"]
+        part = run["partition"]
+        fixed = {"fedpce_degradation": 6, "leave_one_domain_out": 3}  # the fewest they allow
+        assert part["clients"] <= fixed.get(part["scheme"], SMOKE["clients"]) or (
+            part["scheme"] == "domain" and part.get("clients_per_domain", 1) == 1
+        ), part
+        data = {**SMOKE["data"], **SMOKE.get("datasets", {}).get(run["dataset"], {})}
+        assert run["data"]["per_class_train"] == data["per_class_train"]
+        assert run["images"] <= SMOKE["images"]
+        assert "size" not in run["data"] or run["dataset"] == "office10"  # the real shape
+        # some paper run has the same model, algorithm and optimiser
+        twins = by_group[(run["paper"], run["dataset"], run["algorithm"]["name"])]
+        assert any(
+            all(t[k] == run[k] for k in UNSHRUNK)
+            and t["train"]["optimizer"] == run["train"]["optimizer"]
+            and t["train"]["lr"] == run["train"]["lr"]
+            for t in twins
+        ), rid
+    assert smoke.synthetic and not paper.synthetic
+    for adapt in smoke.adapts.values():
+        block = adapt["adapt"]
+        assert block.get("epochs", SMOKE["rounds"]) == SMOKE["rounds"]
+        assert block.get("rounds", SMOKE["rounds"]) == SMOKE["rounds"]
+
+
+def test_the_first_seed_only(plans):
+    paper, smoke = plans
+    assert {r["seed"] for r in smoke.runs.values()} == {0}
+    assert {r["seed"] for r in paper.runs.values()} > {0}
