@@ -3,6 +3,7 @@ a parser reads passes the download step, absent listed files are counted, named 
 prepared data are checked against the registry, macOS resource files are skipped, and
 missing files are named all at once in one line."""
 
+import math
 import pickle
 import runpy
 import sys
@@ -23,6 +24,8 @@ from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import load_split
 from fedrepro.data.rawfiles import load_images
 from fedrepro.data.registry import DATASETS
+from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import build_plan, paper_plan
 
 RNG = np.random.default_rng(33)
 SCRIPTS = Path(__file__).resolve().parents[2] / "workflow/scripts"
@@ -89,6 +92,13 @@ def test_tinyimagenet_tree_with_extra_classes_is_refused_at_download_and_prepare
     with pytest.raises(ValueError, match=r"train/ holds 4 class folders, not 2") as err:
         dl.download("tinyimagenet", tmp_path)
     assert "\n" not in str(err.value)
+    argv = ["download_data.py", "--dataset", "tinyimagenet", "--data-root", str(tmp_path),
+            "--out-flag", str(tmp_path / "flag")]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exc:  # the rule's script: one line, no flag
+        runpy.run_path(str(SCRIPTS / "download_data.py"), run_name="__main__")
+    assert str(exc.value).startswith("fedrepro download error (ValueError): tinyimagenet: ")
+    assert not (tmp_path / "flag").exists()
     with pytest.raises(ValueError) as err:
         prepare("tinyimagenet", "paper", tmp_path / "out", tmp_path / "tinyimagenet")
     message = str(err.value)
@@ -281,3 +291,20 @@ def test_preparation_logs_images_decoded_each_tenth(tmp_path, lines):
     load_images(paths, 8, what="toy train")
     assert len(lines) == 10 and lines[0] == "toy train: 3 of 25 images (12 %)"
     assert lines[-1] == "toy train: 25 of 25 images (100 %)"
+
+
+# --- preparation memory --------------------------------------------------------------------------
+
+
+def test_prepare_memory_is_sized_by_the_dataset():
+    """Measured peaks: Tiny-ImageNet 3.1 GB, DomainNet 7.5 GB; a flat 16 GB asked too much of
+    the small datasets and nothing was sized by what a job holds."""
+    repo = Path(__file__).resolve().parents[2]
+    plan = paper_plan(repo)
+    mem = {d: plan.resources("data", d)["mem_mb"] for d in plan.datasets}
+    assert mem["tinyimagenet"] == 1000 + math.ceil(3.5 * 110_000 * 64 * 64 * 3 / 2**20)
+    assert mem["tinyimagenet"] > 3_100 and mem["domainnet"] > 7_500
+    assert mem["cifar101"] < 1_100 and mem["cifar10"] < mem["svhn"] < mem["tinyimagenet"]
+    assert plan.resources("data", "domainnet", attempt=2)["mem_mb"] == 2 * mem["domainnet"]
+    mini = build_plan(load_yaml(repo / "config/config.yaml"), repo)
+    assert {mini.resources("data", d)["mem_mb"] for d in mini.datasets} == {2000}

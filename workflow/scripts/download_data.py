@@ -14,7 +14,7 @@ p.add_argument("--out-flag", type=Path, required=True, help="touched once every 
 a = p.parse_args()
 try:
     print("\n".join(map(str, download(a.dataset, a.data_root))))
-except (DownloadError, ChecksumError, FileNotFoundError) as err:
+except (DownloadError, ChecksumError, FileNotFoundError, ValueError) as err:
     sys.exit(f"fedrepro download error ({type(err).__name__}): {err}")  # one line
 a.out_flag.parent.mkdir(parents=True, exist_ok=True)
 a.out_flag.touch()

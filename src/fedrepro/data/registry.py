@@ -20,6 +20,7 @@ __all__ = [
     "DatasetSpec",
     "RemoteFile",
     "get_dataset",
+    "image_count",
     "raw_sources",
     "split_sizes",
 ]
@@ -541,6 +542,7 @@ _DATASETS: tuple[DatasetSpec, ...] = (
         channels=3,
         image_size=32,
         splits=("test",),
+        sizes=(2_000,),  # v6: 2,000 class-balanced images (modestyachts/CIFAR-10.1 README)
         parser="cifar101",
         remote=(
             RemoteFile(
@@ -584,6 +586,27 @@ def split_sizes(name: str) -> dict | None:
     if not spec.sizes or spec.domains:
         return None
     return dict(zip(spec.splits, spec.sizes, strict=True))
+
+
+def image_count(name: str, assumed: dict) -> int | None:
+    """Images over every split (and domain) of the real dataset ``name``: the registry's
+    published counts, else ``assumed`` (config ``bench.cost.split_sizes``: ``{split: n}``,
+    per domain for a domain dataset, or ``{"domains": {domain: {split: n}}}``); a composite
+    adds its components'. None where neither records them."""
+    spec = get_dataset(name)
+    if spec.sizes:
+        return sum(spec.sizes)
+    given = assumed.get(name)
+    if given is not None and "domains" not in given:
+        return sum(given.values()) * max(1, len(spec.domains))
+    per_domain = (given or {}).get("domains", {})
+    counts = [
+        sum(per_domain[d].values())
+        if d in per_domain
+        else (image_count(d, {}) if spec.components else None)
+        for d in spec.domains
+    ]
+    return sum(counts) if counts and None not in counts else None
 
 
 def get_dataset(name: str) -> DatasetSpec:
