@@ -308,3 +308,16 @@ def test_prepare_memory_is_sized_by_the_dataset():
     assert plan.resources("data", "domainnet", attempt=2)["mem_mb"] == 2 * mem["domainnet"]
     mini = build_plan(load_yaml(repo / "config/config.yaml"), repo)
     assert {mini.resources("data", d)["mem_mb"] for d in mini.datasets} == {2000}
+
+
+def test_fashion_mnist_labels_decompressed_content_is_recorded():
+    """Hashed from the official files (zalandoresearch/fashion-mnist@b2617bb:data/fashion/):
+    a mirror's re-compressed or a decompressed labels file is accepted, as for MNIST."""
+    content = {r.filename: r.content_md5 for r in DATASETS["fmnist"].remote}
+    assert content == {
+        "train-images-idx3-ubyte.gz": None,
+        "train-labels-idx1-ubyte.gz": "9018921c3c673c538a1fc5bad174d6f9",
+        "t10k-images-idx3-ubyte.gz": None,
+        "t10k-labels-idx1-ubyte.gz": "15d484375f8d13e6eb1aabb0c3f46965",
+    }
+    assert DATASETS["mnistm"].image_size == 32 and DATASETS["cifar101"].sizes == (2_000,)
