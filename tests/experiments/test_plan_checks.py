@@ -22,12 +22,13 @@ def _plan(config_dir: Path, paper: str) -> None:
     build_plan(config, config_dir.parent)
 
 
-def _copy(tmp_path: Path) -> Path:
+def copy_config(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "config", tmp_path / "config")
     return tmp_path / "config"
 
 
-def _set(config: Path, paper: str, at: list, value) -> None:
+def set_key(config: Path, paper: str, at: list, value) -> None:
+    """Set the key at path ``at`` of a copied experiment file to ``value``."""
     path = config / "experiments" / f"{paper}.yaml"
     doc = yaml.safe_load(path.read_text())
     node = doc
@@ -60,8 +61,8 @@ OPTIONS = [
 def test_a_bad_option_or_selection_stops_the_plan_naming_file_and_key(
     tmp_path, paper, at, value, message
 ):
-    config = _copy(tmp_path)
-    _set(config, paper, at, value)
+    config = copy_config(tmp_path)
+    set_key(config, paper, at, value)
     with pytest.raises(ConfigError) as err:
         _plan(config, paper)
     assert message in str(err.value)
@@ -81,7 +82,7 @@ TRANSCRIPTIONS = [  # (file, line, text, replacement, message)
 def test_a_malformed_transcription_stops_the_plan_naming_file_and_line(
     tmp_path, name, line, old, new, message
 ):
-    config = _copy(tmp_path)
+    config = copy_config(tmp_path)
     path = config / "reported" / name
     lines = path.read_text().split("\n")
     assert old in lines[line - 1]
@@ -91,12 +92,13 @@ def test_a_malformed_transcription_stops_the_plan_naming_file_and_line(
         _plan(config, "adapters")
 
 
-def test_a_transcription_that_is_not_there_is_named(tmp_path):
-    config = _copy(tmp_path)
-    (config / "reported" / "adapters.csv").unlink()
-    with pytest.raises(ConfigError, match=r"adapters.yaml reported: no file config/reported/"):
-        _plan(config, "adapters")
-
-
 def test_a_printed_count_may_carry_its_suffix_and_a_std_may_be_blank(tmp_path):
-    _plan(_copy(tmp_path), "fedpce")  # fedpce_params.csv prints 11.2M; fedpce.csv blank stds
+    _plan(copy_config(tmp_path), "fedpce")  # fedpce_params.csv prints 11.2M; fedpce.csv blank stds
+
+
+def test_an_experiment_file_that_is_not_yaml_stops_the_plan_naming_file_and_line(tmp_path):
+    config = copy_config(tmp_path)
+    path = config / "experiments" / "baselines.yaml"
+    path.write_text(path.read_text().replace("\naxes:", "\naxes: [", 1))
+    with pytest.raises(ConfigError, match=r"baselines\.yaml:\d+: not YAML \(expected"):
+        _plan(config, "baselines")

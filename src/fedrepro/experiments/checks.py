@@ -122,24 +122,24 @@ REPORTED_COLUMNS = {
 }
 
 
-def check_transcriptions(repo: Path, paper: str, doc: dict) -> None:
-    """The paper's transcriptions: its cells (``reported``) and its items' own."""
-    file = experiment_file(paper)
+def check_transcriptions(repo: Path, doc: dict) -> None:
+    """A paper's transcriptions: its cells (``reported``) and its items' own."""
     if doc.get("reported"):
-        check_reported(repo, doc["reported"], "cells", f"{file} reported")
-    for item, spec in doc["items"].items():
+        check_reported(repo, doc["reported"], "cells")
+    for spec in doc["items"].values():
         if spec.get("reported"):
             use = spec["kind"] if spec["kind"] in REPORTED_COLUMNS else "cells"
-            check_reported(repo, spec["reported"], use, f"{file} items.{item}.reported")
+            check_reported(repo, spec["reported"], use)
 
 
-def check_reported(repo: Path, path: str, use: str, at: str) -> None:
+def check_reported(repo: Path, path: str, use: str) -> None:
     """A transcription of a paper's numbers (``config/reported/*.csv``) reads as the report
     reads it: every quote closed, every row as many fields as the header, the columns its use
     needs, ``value`` a number (a printed count may end in K or M), ``std`` a number or blank.
-    ``path`` is relative to the repository ``repo``; ``at`` names the key that gives it."""
+    ``path`` is relative to the repository ``repo``. A file that is not there is no
+    transcription (the report shows no paper values)."""
     if not (Path(repo) / path).is_file():
-        raise ConfigError(f"{at}: no file {path}")
+        return
     with open(Path(repo) / path, newline="") as fh:
         reader = csv.reader(fh, strict=True)
         rows, line = [], 1

@@ -21,8 +21,14 @@ class ConfigError(ValueError):
 
 
 def load_yaml(path: Path) -> dict:
+    """A YAML file; a syntax error is one line naming the file, the line and the problem."""
     with open(path) as fh:
-        return yaml.safe_load(fh) or {}
+        try:
+            return yaml.safe_load(fh) or {}
+        except yaml.MarkedYAMLError as err:
+            mark = err.problem_mark or err.context_mark
+            line = f":{mark.line + 1}" if mark else ""
+            raise ConfigError(f"{path}{line}: not YAML ({err.problem or err.context})") from None
 
 
 def deep_merge(base: dict, over: dict) -> dict:

@@ -217,7 +217,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
                     f"experiments/{paper} scales.{scale}.{section}: {unknown} not in {section}"
                 )
         doc = deep_merge(doc, over)
-        check_transcriptions(Path(repo), paper, doc)
+        check_transcriptions(Path(repo), doc)
         _expand_paper(plan, paper, doc, scale_cfg)
     if plan.smoke:
         plan.covered = cover(plan)
@@ -267,12 +267,12 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 if _selected(labels, over["where"]):
                     cfg = deep_merge(cfg, over["set"])
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
-            check_options(paper, doc, labels, cfg, adapt)
             if adapt is not None and plan.smoke:
                 adapt = smoke_adapt(adapt, plan.smoke)
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
                 _register_shift(plan, adapt.get("shift"), scale_cfg)
+            check_options(paper, doc, labels, cfg, adapt)  # what the schemas cannot see
             seeds = doc["grids"][gname].get("seeds", doc["seeds"])
             for seed in seeds[:1] if plan.smoke else seeds:
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
