@@ -21,12 +21,13 @@ test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
 
 # The environment is requirements.lock, every package pinned with its hashes (resolved for
-# Linux x86_64 and Python 3.11); the project itself goes on top, editable, adding nothing.
+# Linux x86_64 and Python 3.11); the project itself goes on top, editable, adding nothing and
+# built by the locked setuptools (no build isolation: nothing unpinned is fetched for it).
 $(STAMP): pyproject.toml $(LOCK)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # Re-resolve requirements.lock after a change to pyproject.toml's pins (pip-tools in a venv of

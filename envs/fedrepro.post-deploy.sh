@@ -4,7 +4,8 @@
 # when the job runs. Snakemake keys an env on fedrepro.yaml and this script, never on src/: a
 # plain install would go on running the library of the day the env was built. Snakemake runs
 # a copy of this file kept beside the env (under its conda prefix), from its working
-# directory, the repository; the dependencies, pinned, are in the env already (fedrepro.yaml).
+# directory, the repository; the dependencies, pinned, are in the env already (fedrepro.yaml),
+# the build backend (setuptools) among them, so nothing is fetched here.
 # An env points at the checkout that built it: give each checkout its own conda prefix (the
 # default, .snakemake/conda, is inside the checkout).
 set -euo pipefail
@@ -12,4 +13,4 @@ if [[ ! -f envs/fedrepro.post-deploy.sh || ! -f pyproject.toml ]]; then
   echo "fedrepro.post-deploy.sh: run it from the repository (Snakemake's working directory), not $PWD" >&2
   exit 1
 fi
-python -m pip install --no-deps -e "$PWD"
+python -m pip install --no-deps --no-build-isolation -e "$PWD"

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from importlib.metadata import distributions, packages_distributions
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_make_installs_from_the_lock():
     installs = [line for line in recipe.splitlines() if " install " in line]
     assert installs[1:] == [
         ".venv/bin/pip install --quiet --require-hashes -r requirements.lock",
-        ".venv/bin/pip install --quiet --no-deps -e .",
+        ".venv/bin/pip install --quiet --no-deps --no-build-isolation -e .",
     ]
 
 
@@ -94,13 +95,23 @@ def test_conda_env_pins_equal_the_lock():
 def test_conda_jobs_import_the_library_as_it_is_now(tmp_path):
     """The post-deploy script installs the package editable: a library change made after the
     env was built is in effect in the env's next job. Run as Snakemake runs it, a copy beside
-    the env, in the repository, with a venv standing in for the conda env (no conda here)."""
+    the env, in the repository, with a venv standing in for the conda env (no conda here):
+    the locked packages of this venv, linked in, fedrepro left out."""
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "src", repo / "src", ignore=shutil.ignore_patterns("*.egg-info"))
     shutil.copytree(REPO / "envs", repo / "envs")
     shutil.copy(REPO / "pyproject.toml", repo)
     env = tmp_path / "conda" / "0123abcd"
-    subprocess.run([sys.executable, "-m", "venv", env], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    site = Path(sysconfig.get_paths()["purelib"])
+    for entry in site.iterdir():
+        if not entry.name.startswith(("fedrepro", "__editable__")) and entry.suffix != ".pth":
+            (locked / entry.name).symlink_to(entry)
+    (Path(sysconfig.get_paths(vars={"base": env})["purelib"]) / "locked.pth").write_text(
+        f"{locked}\n"
+    )
     deploy = tmp_path / "conda" / "0123abcd.post-deploy.sh"
     shutil.copy(REPO / "envs" / "fedrepro.post-deploy.sh", deploy)
     environ = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
