@@ -321,3 +321,13 @@ def test_fashion_mnist_labels_decompressed_content_is_recorded():
         "t10k-labels-idx1-ubyte.gz": "15d484375f8d13e6eb1aabb0c3f46965",
     }
     assert DATASETS["mnistm"].image_size == 32 and DATASETS["cifar101"].sizes == (2_000,)
+
+
+def test_progress_of_an_unknown_total_goes_by_time_and_ends_with_a_line(lines, monkeypatch):
+    clock = iter([0.0, 10.0, 31.0, 31.0, 40.0])  # start, two adds, the line, finish
+    monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
+    progress = logs.Progress("blob.part", 0, "bytes", every=30.0)  # no Content-Length
+    progress.add(1_000)  # 10 s: no line
+    progress.add(2_000)  # 31 s: a line
+    progress.finish()
+    assert lines == ["blob.part: 3,000 bytes", "blob.part: 3,000 bytes"]
