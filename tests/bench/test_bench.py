@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.bench.cost import known_sizes, partition_counts, run_flops
+from fedrepro.bench.cost import partition_counts, run_flops
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
+from fedrepro.bench.work import known_sizes
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
 from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
@@ -121,9 +122,8 @@ def test_every_paper_dataset_has_split_sizes_and_each_adaptation_is_costed():
     f = run_flops(run, sizes, memo)
     assert f["train_samples"] == t["rounds"] * 32 * t["local_steps"] * t["batch_size"]
     pooled = partition_counts({**run, "cv": None}, sizes)
-    assert counts["train"] + sum(counts["per_client_test"]) == pooled["train"] + sum(
-        pooled["per_client_test"]
-    )  # the folds re-cut each client's pooled train and test shares
+    # the folds re-cut each client's pooled train and test shares
+    assert counts["train"] + counts["own_test"] == pooled["train"] + pooled["own_test"]
     aid, entry = next((a, e) for a, e in plan.adapts.items() if e["run"] in plan.runs)
     engine = adapt_method(entry["adapt"]).run_config(plan.runs[entry["run"]], entry["adapt"])
     assert run_flops(engine, sizes, memo)["flops"] > 0, aid

@@ -96,13 +96,7 @@ def test_resources_come_from_the_plan_and_scale_with_the_attempt(plan):
         {**CONFIG, "papers": ["adapters", "fedins", "baselines"], "runs_per_job": "one"}, REPO
     )
     assert first["runtime"] == 2 * alone.resources("train", one[0])["runtime"]
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    job = paper["scales"]["paper"]["resources"]["train"]
-    big = build_plan({**CONFIG, **paper, "scales": paper["scales"]}, REPO)
-    run = next(r for r in big.runs.values() if r["paper"] == "fedins")
-    epochs = run["train"]["rounds"] * run["train"]["local_epochs"]
-    rid = next(k for k, v in big.runs.items() if v is run)
-    assert big.resources("train", rid)["runtime"] >= job["minutes_per_round"] * epochs
+    # a training job's time on the scale's GPU: tests/bench/test_work.py
 
 
 def test_a_bad_adapt_block_names_the_key(tmp_path):

@@ -1,5 +1,7 @@
 """Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page,
-the embedded default's time budget."""
+the embedded default's time budget; and the paper scale's work table (per-sample FLOPs and
+sample counts the workflow plans runtimes with: `python workflow/scripts/bench.py work --out
+config/work/paper.json`)."""
 
 import argparse
 import json
@@ -7,6 +9,7 @@ from pathlib import Path
 
 from fedrepro.atomic import write_json
 from fedrepro.bench import budget, cost, dag, driver, figures, scaling, summary, workload
+from fedrepro.experiments.config import load_yaml
 from fedrepro.fl.build import pick_device
 
 
@@ -15,8 +18,8 @@ def _load(paths):
 
 
 p = argparse.ArgumentParser(description=__doc__)
-p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page", "budget"])
-p.add_argument("--spec-json", default="{}", help="the benchmark's settings (JSON)")
+p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page", "budget", "work"])
+p.add_argument("--spec-json", default="{}", help="settings (JSON; cost, work: bench.cost)")
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--inputs", nargs="*", default=[], help="result files the step reads")
 p.add_argument("--out", type=Path, required=True)
@@ -40,6 +43,12 @@ elif a.what == "cost":
     result = cost.estimate(Path.cwd(), spec, cost.measured_rate(_load(a.inputs)))
     print(json.dumps(result, indent=1))
     write_json(a.out, result)
+elif a.what == "work":
+    memo: dict = {}
+    cost_cfg = spec or load_yaml(Path("config/config.yaml"))["bench"]["cost"]
+    result = cost.estimate(Path.cwd(), cost_cfg, memo=memo)
+    print(f"{result['total_gpu_hours']:,.1f} GPU-hours ({result['device']})")
+    write_json(a.out, cost.work_table(memo))
 elif a.what == "page":
     named = dict(zip(spec["names"], _load(a.inputs), strict=True))
     results = {

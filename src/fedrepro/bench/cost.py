@@ -6,49 +6,33 @@ engine run it is. Sample counts come from the run's own partition and cohort, bu
 real partitioner on label arrays of the real split sizes (balanced classes; a domain
 dataset gets its domains' sizes, one for all or one each): the registry's where it records
 them, else the config's assumptions (``bench.cost.split_sizes``); FLOPs are counted on the meta
-device (``fedrepro.bench.flops``). Hours follow from a throughput: measured on a GPU when
-one ran the benchmark, otherwise an assumed peak × MFU, stated beside the result.
+device (``fedrepro.bench.flops``), by class of operation. Hours: each class at the
+arithmetic the run gives it (``fedrepro.arithmetic``: fp32, TF32 or bf16) on the paper
+scale's ``resources.gpu`` at its MFU (or, where a GPU ran the paper-shape workloads, their
+measured share of its peak), stated beside the result; the same model plans each job's Slurm
+runtime (``fedrepro.bench.work``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from fedrepro.bench.flops import per_sample_flops
+from fedrepro.bench.work import (
+    counts_key,
+    engine_run,
+    flops_key,
+    known_sizes,
+    run_work,
+)
+from fedrepro.bench.work import hours as work_hours
 from fedrepro.data.partition import make_partition
-from fedrepro.data.registry import DATASETS, split_sizes
+from fedrepro.data.registry import DATASETS
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.engine import in_cohort
-from fedrepro.tta import adapt_method
-
-
-def known_sizes(assumed: dict) -> dict:
-    """Images per split of every dataset: the registry's published counts
-    (``fedrepro.data.registry.split_sizes``), and ``assumed`` (``bench.cost.split_sizes``) for
-    those the registry does not record. A composite's domains are its components: the
-    registry's counts where it records them, the assumptions for the rest. A dataset or a
-    composite's domain given by both is refused (one source each)."""
-    sizes = dict(assumed)
-    twice = []
-    for name, spec in DATASETS.items():
-        if spec.components:
-            given = assumed.get(name, {}).get("domains", {})
-            recorded = {c: s for c in spec.components if (s := split_sizes(c)) is not None}
-            twice += [f"{name}.domains.{c}" for c in sorted(set(given) & set(recorded))]
-            if set(given) | set(recorded) >= set(spec.components):
-                sizes[name] = {"domains": {**given, **recorded}}
-        elif (recorded := split_sizes(name)) is not None:
-            twice += [name] if name in assumed else []
-            sizes[name] = recorded
-    if twice:
-        raise ValueError(
-            f"bench.cost.split_sizes: {twice} recorded in the data registry already; remove them"
-        )
-    return sizes
 
 
 def _labels(n: int, num_classes: int) -> np.ndarray:
@@ -67,9 +51,10 @@ def _domain_sizes(spec, size: dict) -> list[tuple[int, int]]:
 
 
 def partition_counts(run: dict, sizes: dict) -> dict:
-    """Training samples (the run's cohort) and each client's evaluated samples under a
-    global or split test, from the run's partition on balanced labels of the real split
-    sizes; with ``cv`` each client's shares are pooled and one fold is its test."""
+    """Training samples (the run's cohort) and the clients' evaluated samples under a global
+    or split test (``own_test``: each client evaluating its own model on its own test), from
+    the run's partition on balanced labels of the real split sizes; with ``cv`` each client's
+    shares are pooled and one fold is its test."""
     spec = DATASETS[run["dataset"]]
     if run["dataset"] not in sizes:
         raise ValueError(
@@ -104,79 +89,76 @@ def partition_counts(run: dict, sizes: dict) -> dict:
         "clients": len(clients),
         "train": sum(train),
         "test": n_test,
-        "per_client_test": test,
+        "own_test": sum(test),  # evaluated where each client evaluates its own model
         "transforms": any(c.get("transform") for c in clients),
     }
 
 
-def run_flops(run: dict, sizes: dict, memo: dict) -> dict[str, float]:
-    """FLOPs of one paper-scale run: training and evaluation over all its rounds."""
-    model, t = run["model"], run["train"]
-    num_classes = DATASETS[run["dataset"]].num_classes
-    key = json.dumps([model, run["algorithm"], num_classes], sort_keys=True)
-    if key not in memo:
-        memo[key] = per_sample_flops(model["backbone"], num_classes, model.get("img_size"),
-                                     model, run["algorithm"])  # fmt: skip
-    pkey = json.dumps([run["dataset"], run["partition"], run["seed"], run.get("cohort"),
-                       run.get("cv")], sort_keys=True)  # fmt: skip
-    if pkey not in memo:
-        memo[pkey] = partition_counts(run, sizes)
-    flops, counts = memo[key], memo[pkey]
-    own_models = flops["personalized"] or counts["transforms"]
-    evaluated = sum(counts["per_client_test"]) if own_models else counts["test"]
-    rounds = int(t["rounds"])
-    evals = len({*range(int(run.get("eval_every", 1)), rounds + 1, int(run.get("eval_every", 1))),
-                 rounds})  # fmt: skip
-    if t.get("local_steps"):  # a fixed number of batches per client and round (FedPCE)
-        per_round = counts["clients"] * int(t["local_steps"]) * int(t["batch_size"])
-    else:
-        per_round = int(t["local_epochs"]) * counts["train"]
-    train = rounds * float(t.get("fraction", 1.0)) * per_round
-    return {
-        "train_samples": train,
-        "eval_samples": evals * evaluated,
-        "flops": train * flops["train"] + evals * evaluated * flops["eval"],
-    }
+def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
+    """FLOPs of one paper-scale run: training and evaluation over all its rounds, in all and
+    by class of operation (``fedrepro.bench.work.run_work``); ``memo`` gathers the per-sample
+    FLOPs and sample counts by key, the table ``config/work/<scale>.json`` holds."""
+    flops, counts = memo.setdefault("flops", {}), memo.setdefault("counts", {})
+    key = flops_key(run)
+    if key not in flops:
+        model = run["model"]
+        flops[key] = per_sample_flops(model["backbone"], DATASETS[run["dataset"]].num_classes,
+                                      model.get("img_size"), model, run["algorithm"])  # fmt: skip
+    ckey = counts_key(run)
+    if ckey not in counts:
+        counts[ckey] = partition_counts(run, sizes)
+    return run_work(run, flops[key], counts[ckey])
 
 
 def measured_rate(results: list[dict]) -> dict | None:
-    """The model FLOP/s of the slowest paper-shape workload that ran on a GPU, if any."""
+    """The model FLOP/s of the slowest paper-shape workload that ran on a GPU, if any, and
+    the arithmetic it ran at."""
     gpu = [r for r in results if "skipped" not in r and r["machine"].get("gpu")]
     if not gpu:
         return None
     slowest = min(gpu, key=lambda r: r["model_flops_per_s"])
-    return {"device": slowest["machine"]["gpu"], "flops_per_s": slowest["model_flops_per_s"]}
+    return {"device": slowest["machine"]["gpu"], "flops_per_s": slowest["model_flops_per_s"],
+            "precision": slowest.get("precision", "fp32")}  # fmt: skip
 
 
-def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None) -> dict:
-    """GPU-hours per paper and in total; ``measured`` = {"device", "flops_per_s"} from a GPU."""
+def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None, memo: dict | None = None):
+    """GPU-hours per paper and in total, each run at its arithmetic (``train.precision``,
+    ``train.tf32``) on the paper scale's ``resources.gpu``, beside the same FLOPs all in bf16
+    (the one rate the cost assumed before); ``measured`` = {"device", "flops_per_s",
+    "precision"} from a GPU: its share of that arithmetic's peak stands for the MFU."""
     plan = paper_plan(repo, cost_cfg.get("papers"))
     sizes = known_sizes(cost_cfg["split_sizes"])
+    gpu = plan.scale_cfg["resources"]["gpu"]
+    peaks = gpu["peak_flops_per_s"]
+    mfu, device = float(gpu["mfu"]), gpu["device"]
+    how = f"assumed: {mfu:.0%} MFU of each dense peak"
     if measured:
-        rate, device, how = measured["flops_per_s"], measured["device"], "measured"
-    else:
-        a = cost_cfg["assumed"]
-        rate, device = float(a["peak_flops_per_s"]) * float(a["mfu"]), a["device"]
-        how = f"assumed: {a['peak_flops_per_s']:.3g} FLOP/s peak × {a['mfu']:.0%} MFU"
-    memo: dict = {}
+        mfu = measured["flops_per_s"] / float(peaks[measured["precision"]])
+        device = measured["device"]
+        how = f"measured: {mfu:.0%} of the {measured['precision']} peak, at each arithmetic"
+    memo = {} if memo is None else memo
     papers: dict[str, dict] = {}
     hours: dict[str, float] = {}
-    for run_id, run in plan.runs.items():
+
+    def add(key: str, run: dict, counted: str) -> None:
         f = run_flops(run, sizes, memo)
-        hours[run_id] = f["flops"] / rate / 3600
-        p = papers.setdefault(run["paper"], {"runs": 0, "flops": 0.0, "by_model": {},
+        hours[key] = work_hours(f, run, gpu, mfu)
+        p = papers.setdefault(run["paper"], {"runs": 0, "flops": 0.0, "gpu_hours": 0.0,
+                                              "bf16_gpu_hours": 0.0, "by_model": {},
                                               "by_item": {}})  # fmt: skip
-        p["runs"] += 1
+        p[counted] = p.get(counted, 0) + 1
         p["flops"] += f["flops"]
+        p["gpu_hours"] += hours[key]
+        p["bf16_gpu_hours"] += f["flops"] / (float(peaks["bf16"]) * mfu) / 3600
         m = run["model"]
         label = f"{m['backbone']} {m.get('tuning', 'full')} @{m.get('img_size')}"
-        p["by_model"][label] = p["by_model"].get(label, 0.0) + hours[run_id]
-    for aid, entry in plan.adapts.items():  # each adaptation is an engine run of its own
-        run = plan.runs[entry["run"]]
-        f = run_flops(adapt_method(entry["adapt"]).run_config(run, entry["adapt"]), sizes, memo)
-        hours[aid] = f["flops"] / rate / 3600
-        papers[run["paper"]]["adapts"] = papers[run["paper"]].get("adapts", 0) + 1
-        papers[run["paper"]]["flops"] += f["flops"]
+        p["by_model"][label] = p["by_model"].get(label, 0.0) + hours[key]
+
+    for run_id, run in plan.runs.items():
+        add(run_id, run, "runs")
+    for aid in plan.adapts:  # each adaptation is an engine run of its own
+        add(aid, {**engine_run(plan, aid), "paper": plan.runs[plan.adapts[aid]["run"]]["paper"]},
+            "adapts")  # fmt: skip
     for key, item in plan.items.items():
         paper, name = key.split("/")
         if paper in papers and item.get("runs"):  # a run shared by items counts in each
@@ -184,16 +166,23 @@ def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None) -> dict:
                 hours[r["id"]] + (hours[r["run"]] if r["stage"] == "adapt" else 0.0)
                 for r in item["runs"]
             )
-    for p in papers.values():
-        p["gpu_hours"] = p["flops"] / rate / 3600
     total = sum(p["gpu_hours"] for p in papers.values())
     return {
         "device": device,
         "throughput": how,
-        "flops_per_s": rate,
+        "peak_flops_per_s": peaks,
+        "mfu": mfu,
         "papers": papers,
         "total_gpu_hours": total,
+        "total_bf16_gpu_hours": sum(p["bf16_gpu_hours"] for p in papers.values()),
         "goal_gpu_hours": float(cost_cfg["goal_hours"]),
         "papers_in_plan": sorted(papers),
         "within_goal": total <= float(cost_cfg["goal_hours"]) and math.isfinite(total),
     }
+
+
+def work_table(memo: dict) -> dict:
+    """The per-sample FLOPs and sample counts ``estimate`` gathered: the table the workflow
+    plans training and adaptation runtimes with (``fedrepro.bench.work.WorkTable``)."""
+    return {"flops": dict(sorted(memo["flops"].items())),
+            "counts": dict(sorted(memo["counts"].items()))}  # fmt: skip

@@ -11,14 +11,21 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from fedrepro.arithmetic import CLASSES
 from fedrepro.models.registry import get_spec
 from fedrepro.structure.payload import begin_client, sender
 
 
-def _counted(fn) -> int:
+def _counted(fn) -> dict[str, int]:
+    """FLOPs of ``fn`` by class of operation (fedrepro.arithmetic.CLASSES): convolutions
+    (forward and backward: cuDNN's), and every other counted operation (matmuls, batched
+    matmuls, attention: cuBLAS's)."""
     with FlopCounterMode(display=False) as counter:
         fn()
-    return int(counter.get_total_flops())
+    out = dict.fromkeys(CLASSES, 0)
+    for op, n in counter.get_flop_counts()["Global"].items():
+        out["conv" if "convolution" in str(op) else "matmul"] += int(n)
+    return out
 
 
 def per_sample_flops(
@@ -30,7 +37,8 @@ def per_sample_flops(
     batch: int = 2,
 ) -> dict[str, float]:
     """``{"train": FLOPs of one sample's step, "eval": FLOPs of one sample's forward,
-    "personalized": whether each client evaluates its own model}``."""
+    "by_class": the two by class of operation, "personalized": whether each client evaluates
+    its own model}``."""
     side = img_size or get_spec(backbone).img_size
     with torch.device("meta"):  # built on meta; run outside the mode, which slows every op
         model, algorithm = sender(backbone, num_classes, model_cfg, algorithm_cfg, img_size=side)
@@ -49,4 +57,12 @@ def per_sample_flops(
     model.eval()
     with torch.no_grad():
         forward = _counted(lambda: model(x))
-    return {"train": train / batch, "eval": forward / batch, "personalized": algorithm.personalized}
+    return {
+        "train": sum(train.values()) / batch,
+        "eval": sum(forward.values()) / batch,
+        "by_class": {
+            "train": {c: n / batch for c, n in train.items()},
+            "eval": {c: n / batch for c, n in forward.items()},
+        },
+        "personalized": algorithm.personalized,
+    }

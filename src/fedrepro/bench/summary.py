@@ -104,13 +104,19 @@ def _cost(cost: dict) -> tuple[str, pd.DataFrame]:
         items = ", ".join(f"{k} {h:,.1f}" for k, h in v["by_item"].items())
         rows.append({"paper": paper, "runs": v["runs"], "adaptations": v.get("adapts", 0),
                      "PFLOP": f"{v['flops'] / 1e15:,.0f}",
-                     "GPU-hours": f"{v['gpu_hours']:,.1f}", "per item (h)": items})  # fmt: skip
+                     "GPU-hours": f"{v['gpu_hours']:,.1f}",
+                     "all bf16 (h)": f"{v['bf16_gpu_hours']:,.1f}",
+                     "per item (h)": items})  # fmt: skip
     papers = cost["papers"].values()
     rows.append({"paper": "total", "runs": sum(v["runs"] for v in papers),
                  "adaptations": sum(v.get("adapts", 0) for v in papers),
                  "PFLOP": f"{sum(v['flops'] for v in papers) / 1e15:,.0f}",
-                 "GPU-hours": f"{cost['total_gpu_hours']:,.1f}", "per item (h)": ""})  # fmt: skip
+                 "GPU-hours": f"{cost['total_gpu_hours']:,.1f}",
+                 "all bf16 (h)": f"{cost['total_bf16_gpu_hours']:,.1f}",
+                 "per item (h)": ""})  # fmt: skip
     text = (
+        f"Each run at its own arithmetic (train.precision, train.tf32: convolutions and matmuls "
+        f"on fp32, TF32 or bf16 units); 'all bf16': the same FLOPs at the bf16 rate. "
         f"On {cost['device']} ({cost['throughput']}). Goal for all five papers: "
         f"{cost['goal_gpu_hours']:.0f} GPU-hours; the papers in the plan now "
         f"({', '.join(cost['papers_in_plan'])}) need {cost['total_gpu_hours']:,.0f}: "

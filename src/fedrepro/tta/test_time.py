@@ -28,7 +28,6 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
 
 from __future__ import annotations
 
-from fedrepro.algorithms.test_time import batch_norm_affine
 from fedrepro.tta.finetune import AdaptMethod, local_engine_config
 
 EATA_OPTIONS = {"e_margin": 0.4, "d_margin": 0.05, "fisher_alpha": 2000.0, "fisher_size": 2000}
@@ -103,6 +102,10 @@ def _nothing(model, algorithm) -> set[str]:
 
 
 def _batch_norm_affine(model, algorithm) -> set[str]:
+    # imported here: the methods' engine configs are read where torch is not imported (the
+    # workflow plans each adaptation job's runtime from them, fedrepro.bench.work)
+    from fedrepro.algorithms.test_time import batch_norm_affine
+
     return batch_norm_affine(model)
 
 

@@ -1,0 +1,157 @@
+"""The work of a run or adaptation, and the time it takes at the run's arithmetic: one model
+for the paper-scale cost (``fedrepro.bench.cost``) and the Slurm runtime of each training
+and adaptation job (``job_resources``, the workflow's ``resources``).
+
+Work = (training samples × FLOPs of one sample's step) + (evaluated samples × FLOPs of one
+sample's forward), each by class of operation (convolutions, matmuls); time = those FLOPs
+over the device's rate at the arithmetic each class runs on (``fedrepro.arithmetic``: the
+run's ``train.precision`` and ``train.tf32``). Torch is not imported here: the workflow
+plans with this module. What needs torch (FLOPs counted on the meta device, the partitioner's
+sample counts) comes from the cost job's memo, or for the workflow from the committed table
+``config/work/<scale>.json`` that ``python workflow/scripts/bench.py work`` writes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from fedrepro.arithmetic import of_run, seconds
+from fedrepro.data.registry import DATASETS, split_sizes
+from fedrepro.tta import adapt_method
+
+REGENERATE = "python workflow/scripts/bench.py work --out config/work/paper.json"
+
+
+def known_sizes(assumed: dict) -> dict:
+    """Images per split of every dataset: the registry's published counts
+    (``fedrepro.data.registry.split_sizes``), and ``assumed`` (``bench.cost.split_sizes``) for
+    those the registry does not record. A composite's domains are its components: the
+    registry's counts where it records them, the assumptions for the rest. A dataset or a
+    composite's domain given by both is refused (one source each)."""
+    sizes = dict(assumed)
+    twice = []
+    for name, spec in DATASETS.items():
+        if spec.components:
+            given = assumed.get(name, {}).get("domains", {})
+            recorded = {c: s for c in spec.components if (s := split_sizes(c)) is not None}
+            twice += [f"{name}.domains.{c}" for c in sorted(set(given) & set(recorded))]
+            if set(given) | set(recorded) >= set(spec.components):
+                sizes[name] = {"domains": {**given, **recorded}}
+        elif (recorded := split_sizes(name)) is not None:
+            twice += [name] if name in assumed else []
+            sizes[name] = recorded
+    if twice:
+        raise ValueError(
+            f"bench.cost.split_sizes: {twice} recorded in the data registry already; remove them"
+        )
+    return sizes
+
+
+def flops_key(run: dict) -> str:
+    """What a sample's FLOPs depend on: the model's shape (backbone, input side, tuning and
+    its options), the algorithm and the class count. Other algorithm options (a loss weight,
+    a temperature) are taken not to change a step's FLOPs."""
+    m = run["model"]
+    shape = {k: m.get(k) for k in ("backbone", "img_size", "tuning", "tuning_options")}
+    classes = DATASETS[run["dataset"]].num_classes
+    return json.dumps([shape, run["algorithm"]["name"], classes], sort_keys=True)
+
+
+def counts_key(run: dict) -> str:
+    """What a run's sample counts depend on: its dataset, partition (and the seed drawing
+    it), cohort, folds and per-client image cap."""
+    seed = int(run["partition"].get("seed", run["seed"]))
+    return json.dumps([run["dataset"], run["partition"], seed, run.get("cohort"), run.get("cv"),
+                       run.get("images")], sort_keys=True)  # fmt: skip
+
+
+def run_work(run: dict, per_sample: dict, counts: dict) -> dict:
+    """Samples and FLOPs (in all and by class) of one run over all its rounds, from
+    ``per_sample`` (``fedrepro.bench.flops.per_sample_flops``) and ``counts``
+    (``fedrepro.bench.cost.partition_counts``)."""
+    t = run["train"]
+    own_models = per_sample["personalized"] or counts["transforms"]
+    evaluated = counts["own_test"] if own_models else counts["test"]
+    rounds = int(t["rounds"])
+    every = int(run.get("eval_every", 1))
+    evals = len({*range(every, rounds + 1, every), rounds})
+    if t.get("local_steps"):  # a fixed number of batches per client and round (FedPCE)
+        per_round = counts["clients"] * int(t["local_steps"]) * int(t["batch_size"])
+    else:
+        per_round = int(t["local_epochs"]) * counts["train"]
+    train = rounds * float(t.get("fraction", 1.0)) * per_round
+    by = per_sample["by_class"]
+    by_class = {c: train * by["train"].get(c, 0.0) + evals * evaluated * by["eval"].get(c, 0.0)
+                for c in {*by["train"], *by["eval"]}}  # fmt: skip
+    return {
+        "train_samples": train,
+        "eval_samples": evals * evaluated,
+        "flops": train * per_sample["train"] + evals * evaluated * per_sample["eval"],
+        "by_class": by_class,
+    }
+
+
+def engine_run(plan, aid: str) -> dict:
+    """The engine run an adaptation is (its method's config of the trained run)."""
+    entry = plan.adapts[aid]
+    return adapt_method(entry["adapt"]).run_config(plan.runs[entry["run"]], entry["adapt"])
+
+
+def hours(work: dict, run: dict, gpu: dict, mfu: float | None = None) -> float:
+    """GPU-hours of ``work`` (``run_work``) at ``run``'s arithmetic on ``gpu``
+    (``peak_flops_per_s`` per arithmetic, ``mfu``)."""
+    mfu = float(gpu["mfu"]) if mfu is None else mfu
+    return seconds(work["by_class"], *of_run(run), gpu["peak_flops_per_s"], mfu) / 3600
+
+
+class WorkTable:
+    """The committed per-sample FLOPs and sample counts of a scale's plan (``REGENERATE``).
+    A sample-count entry it lacks (another partition, the smoke's sizes) is the whole split
+    of every client, never fewer (an upper bound); a FLOPs entry it lacks is refused."""
+
+    def __init__(self, path: Path, sizes: dict):
+        self.path = Path(path)
+        doc = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.flops, self.counts, self.sizes = doc.get("flops", {}), doc.get("counts", {}), sizes
+
+    def per_sample(self, run: dict) -> dict:
+        key = flops_key(run)
+        if key not in self.flops:
+            raise ValueError(f"{self.path}: no FLOPs for {key}; regenerate it: {REGENERATE}")
+        return self.flops[key]
+
+    def counts_of(self, run: dict) -> dict:
+        found = self.counts.get(counts_key(run))
+        return found if found is not None else self.bound(run)
+
+    def bound(self, run: dict) -> dict:
+        size = self.sizes.get(run["dataset"], {"train": 0, "test": 0})
+        per = size.get("domains", {"_": size})
+        train = sum(int(s["train"]) for s in per.values())
+        test = sum(int(s["test"]) for s in per.values())
+        clients = int(run["partition"].get("clients", 1))
+        return {"clients": clients, "train": train, "test": test, "own_test": test * clients,
+                "transforms": True}  # fmt: skip
+
+    def work(self, run: dict) -> dict:
+        return run_work(run, self.per_sample(run), self.counts_of(run))
+
+
+def job_resources(plan, table: WorkTable | None, stage: str, key: str | None, attempt: int = 1):
+    """``mem_mb`` and ``runtime`` (minutes) of a job at ``attempt``: the plan's
+    (``Plan.resources``), and for a training or adaptation job where the scale names a
+    ``resources.gpu``, the time its members' work takes there times ``margin``, at least the
+    plan's (``min_minutes`` a member); a retry multiplies both by the attempt."""
+    base = plan.resources(stage, key, attempt)
+    gpu = plan.scale_cfg.get("resources", {}).get("gpu")
+    if stage not in ("train", "adapt") or gpu is None or table is None:
+        return base
+    if stage == "train":
+        members = [plan.runs[r] for r in plan.train_jobs[key]]
+    else:
+        members = [engine_run(plan, a) for a in plan.adapt_jobs[key]]
+    h = sum(hours(table.work(run), run, gpu) for run in members)
+    minutes = max(base["runtime"] / attempt, 60.0 * h * float(gpu["margin"]))
+    return {**base, "runtime": math.ceil(minutes) * attempt}

@@ -1,0 +1,120 @@
+"""A run's work at its arithmetic: the paper cost and the Slurm runtime of each training and
+adaptation job come from one model (fedrepro.bench.work), with the committed table
+config/work/paper.json in place of what needs torch."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from fedrepro.bench.cost import partition_counts, run_flops
+from fedrepro.bench.work import (
+    WorkTable,
+    counts_key,
+    engine_run,
+    flops_key,
+    hours,
+    job_resources,
+    known_sizes,
+    run_work,
+)
+from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import paper_plan
+
+REPO = Path(__file__).resolve().parents[2]
+GPU = load_yaml(REPO / "config/paper.yaml")["scales"]["paper"]["resources"]["gpu"]
+SIZES = known_sizes(load_yaml(REPO / "config/config.yaml")["bench"]["cost"]["split_sizes"])
+PEAK = GPU["peak_flops_per_s"]
+WORK = {"by_class": {"conv": 3e15, "matmul": 1e15}}
+
+
+def _run(precision: str, tf32: str | None = None) -> dict:
+    train = {"precision": precision, **({"tf32": tf32} if tf32 else {})}
+    return {"train": train}
+
+
+def test_a_run_is_priced_at_the_arithmetic_it_uses():
+    """The cost assumed bf16 for every run while every grid trains in fp32: an fp32 run
+    without TF32 takes the bf16/fp32 rate ratio (14.8x on an H100) longer than in bf16, and
+    TF32 speeds up only the class of operation its policy names."""
+    bf16 = hours(WORK, _run("bf16"), GPU)
+    assert bf16 == pytest.approx(4e15 / (PEAK["bf16"] * GPU["mfu"]) / 3600)
+    fp32 = hours(WORK, _run("fp32", "none"), GPU)
+    assert fp32 / bf16 == pytest.approx(PEAK["bf16"] / PEAK["fp32"])
+    conv = hours(WORK, _run("fp32"), GPU)  # the default: convolutions in TF32
+    assert conv * 3600 * GPU["mfu"] == pytest.approx(3e15 / PEAK["tf32"] + 1e15 / PEAK["fp32"])
+    every = hours(WORK, _run("fp32", "all"), GPU)
+    assert every * 3600 * GPU["mfu"] == pytest.approx(4e15 / PEAK["tf32"])
+    assert bf16 < every < conv < fp32
+    assert hours(WORK, _run("bf16", "none"), GPU) == bf16  # autocast: bf16 whatever the policy
+
+
+def test_run_flops_split_by_class_add_up_to_the_total(tmp_path):
+    plan = paper_plan(REPO, ["fedicon"])
+    run = next(r for r in plan.runs.values() if r["model"]["backbone"] == "cnn_fedicon")
+    f = run_flops(run, SIZES, {})
+    assert set(f["by_class"]) == {"conv", "matmul"} and min(f["by_class"].values()) > 0
+    assert sum(f["by_class"].values()) == pytest.approx(f["flops"])
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return paper_plan(REPO)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return WorkTable(REPO / "config/work/paper.json", SIZES)
+
+
+def test_the_committed_table_covers_every_paper_scale_job(plan, table):
+    """Every training and adaptation job of the paper plan is planned from the table's exact
+    counts, none from the upper bound (regenerate: fedrepro.bench.work.REGENERATE)."""
+    runs = [*plan.runs.values(), *(engine_run(plan, a) for a in plan.adapts)]
+    assert not {flops_key(r) for r in runs} - set(table.flops)
+    assert not {counts_key(r) for r in runs} - set(table.counts)
+
+
+def test_the_tables_entries_are_what_the_cost_job_counts(plan, table):
+    run = next(r for r in plan.runs.values() if r["paper"] == "fedpce")
+    memo: dict = {}
+    assert run_flops(run, SIZES, memo) == run_work(run, table.per_sample(run), table.counts_of(run))
+    assert table.counts_of(run) == partition_counts(run, SIZES)
+
+
+def test_a_jobs_runtime_is_its_work_on_the_gpu_times_a_margin_and_grows_with_it(plan, table):
+    """The runtime was minutes_per_round x rounds x epochs whatever the model: FedIns's
+    ViT-B/16 asked as much a round as FedICON's 32 px CNN. Now: its FLOPs over the GPU's
+    rate at the run's arithmetic, times the margin, at least min_minutes; doubled on retry."""
+    rid = max(plan.runs, key=lambda r: table.work(plan.runs[r])["flops"])
+    run = plan.runs[rid]
+    first = job_resources(plan, table, "train", rid)
+    expected = 60 * hours(table.work(run), run, GPU) * GPU["margin"]
+    assert first["runtime"] == pytest.approx(expected, abs=1) and expected > 30
+    assert job_resources(plan, table, "train", rid, attempt=2)["runtime"] == 2 * first["runtime"]
+    longer = copy.deepcopy(plan)
+    longer.runs[rid]["train"]["rounds"] *= 2
+    assert job_resources(longer, table, "train", rid)["runtime"] == pytest.approx(
+        2 * first["runtime"], abs=2
+    )
+    small = min(plan.train_jobs, key=lambda j: table.work(plan.runs[j])["flops"])
+    assert job_resources(plan, table, "train", small)["runtime"] == 30  # the floor
+    aid = next(iter(plan.adapt_jobs))
+    assert job_resources(plan, table, "adapt", aid)["runtime"] >= 30
+
+
+def test_a_partition_outside_the_table_is_bounded_by_the_whole_split(plan, table):
+    run = next(r for r in plan.runs.values() if r["paper"] == "fedins")
+    other = {**run, "partition": {**run["partition"], "beta": 0.123}}
+    bound = table.counts_of(other)
+    assert bound["train"] >= table.counts_of(run)["train"]
+    assert run_work(other, table.per_sample(other), bound)["flops"] > table.work(run)["flops"]
+
+
+def test_a_model_outside_the_table_is_refused_naming_the_table(plan, table):
+    run = next(iter(plan.runs.values()))
+    other = {**run, "model": {**run["model"], "img_size": 999}}
+    with pytest.raises(ValueError, match=r"paper\.json: no FLOPs for .*bench\.py work"):
+        table.per_sample(other)
