@@ -1,0 +1,58 @@
+"""Device memory of a paper-scale training step, counted on the meta device (no weights, no
+data): the model's tensors, the gradients and optimiser state of its trainable set, and the
+activations autograd saves for backward in one forward of a training batch (each saved
+tensor's storage once; parameters and buffers excluded). Math attention saves its attention
+probabilities, so the count is an upper bound for a fused (flash) kernel.
+
+Not counted, and added where a job's memory is sized: the job's data on the device (a run
+keeps its splits there), the algorithm's extra state (per-client tensors, control variates)
+and the CUDA context."""
+
+from __future__ import annotations
+
+import torch
+
+from fedrepro.fl.build import build_model
+
+__all__ = ["activation_mb", "step_memory_mb"]
+
+MB = 1e6
+
+
+def activation_mb(model_cfg: dict, num_classes: int, batch: int) -> float:
+    """MB autograd saves in one training forward of ``batch`` images (fp32)."""
+    with torch.device("meta"):
+        model = build_model(model_cfg, num_classes, 0, None, "meta")
+    own = {id(t) for t in (*model.parameters(), *model.buffers())}
+    saved: dict[int, torch.Tensor] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        base = t if t._base is None else t._base
+        if id(t) not in own and id(base) not in own:
+            saved[id(base)] = base
+        return t
+
+    size = int(model_cfg.get("img_size") or 224)
+    images = torch.empty(batch, 3, size, size, device="meta")
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(images)
+    return sum(t.untyped_storage().nbytes() for t in saved.values()) / MB
+
+
+def step_memory_mb(run: dict, num_classes: int) -> dict[str, float]:
+    """A run's training step on the device: ``weights`` (parameters and buffers),
+    ``gradients`` and ``optimizer`` (momentum or Adam's two moments) of the trainable set,
+    ``activations`` at the run's batch, and their ``total``."""
+    with torch.device("meta"):
+        model = build_model(run["model"], num_classes, 0, None, "meta")
+    weights = sum(t.nbytes for t in (*model.parameters(), *model.buffers())) / MB
+    trainable = sum(p.nbytes for p in model.parameters() if p.requires_grad) / MB
+    train = run["train"]
+    moments = 2 if train["optimizer"] == "adam" else int(float(train.get("momentum", 0)) > 0)
+    out = {
+        "weights": weights,
+        "gradients": trainable,
+        "optimizer": moments * trainable,
+        "activations": activation_mb(run["model"], num_classes, int(train["batch_size"])),
+    }
+    return {**out, "total": sum(out.values())}
