@@ -37,8 +37,9 @@ $(STAMP): pyproject.toml $(LOCK)
 lock:
 	$(PY) -m venv $(LOCK_TOOLS)
 	$(LOCK_TOOLS)/bin/pip install --quiet pip-tools==7.6.2
-	PIP_CONFIG_FILE=/dev/null $(LOCK_TOOLS)/bin/pip-compile --quiet --generate-hashes \
-		--allow-unsafe --strip-extras --extra dev --no-emit-index-url --no-emit-find-links \
-		--output-file $(LOCK) pyproject.toml
+	PIP_CONFIG_FILE=/dev/null \
+	CUSTOM_COMPILE_COMMAND="make lock  (resolved on Linux x86_64: for that platform only)" \
+		$(LOCK_TOOLS)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+		--extra dev --no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
 	sed -i '/^  - pip:$$/q' $(CONDA_ENV)
 	grep -oE '^[A-Za-z0-9._-]+==[^ ]+' $(LOCK) | sed 's/^/      - /' >> $(CONDA_ENV)
