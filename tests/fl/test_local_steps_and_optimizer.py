@@ -24,6 +24,27 @@ def test_local_steps_take_exactly_that_many_steps_across_passes():
     assert steps == 7
 
 
+def test_a_step_budget_ends_when_the_objective_selects_nothing_in_a_whole_pass():
+    """EATA's objective can select no test sample in any batch (paper-shape smoke: an EATA
+    adaptation under the run's local_steps looped forever, 0 of 2 steps taken)."""
+    data, clients = problem(num_clients=1, per_client=20)
+    tcfg = {**train_cfg()["train"], "local_steps": 7}
+    calls = []
+
+    def selects_nothing(x, y):
+        calls.append(len(x))
+        if len(calls) > 100:
+            raise AssertionError("the step budget loop does not end")
+        return None
+
+    steps, loss = train_epochs(
+        TinyNet(), data, clients.train[0], tcfg, 0.05, 1, torch.Generator(),
+        objective=selects_nothing,
+    )  # fmt: skip
+    assert steps == 0 and loss != loss  # NaN: no step taken
+    assert len(calls) == 3  # one pass of 20 samples at batch 8
+
+
 def test_param_groups_train_at_their_own_scheduled_rates():
     tcfg = {
         "lr": 1e-4,

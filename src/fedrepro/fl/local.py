@@ -46,7 +46,8 @@ def train_epochs(
     """`epochs` passes over `idx` in shuffled minibatches; returns (steps, mean loss).
 
     With ``train.local_steps`` the client instead takes exactly that many steps, starting a
-    new shuffled pass whenever one ends (FedPCE's 50 iterations between aggregations).
+    new shuffled pass whenever one ends (FedPCE's 50 iterations between aggregations), and
+    stops early after a pass in which the objective took no step.
     ``optimizer`` (default: a fresh one over the trainable parameters at ``lr``) is the
     engine's when it keeps per-client state or parameter groups.
 
@@ -85,6 +86,7 @@ def train_epochs(
     passes = 0
     while (steps < budget and can_step) if budget is not None else passes < epochs:
         passes += 1
+        before = steps
         order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
         for start in range(0, len(order), bs):
             if budget is not None and steps >= budget:
@@ -113,6 +115,8 @@ def train_epochs(
                 opt.step()
             steps += 1
             loss_sum += loss.detach()
+        if budget is not None and steps == before:  # a pass the objective took no step in:
+            break  # the budget cannot be met (EATA selecting no sample would loop forever)
     mean = float(loss_sum) / steps if steps else math.nan
     return steps, mean
 
