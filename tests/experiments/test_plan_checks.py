@@ -54,6 +54,11 @@ OPTIONS = [
     ("adapters", ["items", "table1", "where"], {"dataset": "SVHNN"},
      "config/experiments/adapters.yaml items.table1.where.dataset: 'SVHNN' is not one of its "
      "values (allowed: SVHN, CIFAR-10, FashionMNIST)"),
+    ("fedpce", ["overrides", 0, "where", "methd"], "FedAvg",
+     "config/experiments/fedpce.yaml overrides[0].where.methd: not an axis of the file"),
+    ("fedpce", ["overrides", 0, "where", "method"], ["FedAvg", "FedProxx"],
+     "config/experiments/fedpce.yaml overrides[0].where.method: 'FedProxx' is not one of its "
+     "values"),
 ]  # fmt: skip
 
 

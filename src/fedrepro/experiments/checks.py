@@ -94,21 +94,29 @@ def check_model(model: dict, where: str) -> None:
                     f"tuning {tuning}")  # fmt: skip
 
 
-def check_where(doc: dict, grid: str, where: dict | None, at: str) -> None:
-    """A ``where:`` names axes of the grid (or ``seed``) and values those axes have."""
-    axes = [a for a in doc["grids"][grid] if a != "seeds"]
+def check_where(doc: dict, grid: str | None, where: dict | None, at: str) -> None:
+    """A ``where:`` names axes of the grid (or ``seed``; without a grid, as an override's:
+    axes of the file) and values those axes have."""
+    axes = [a for a in doc["grids"][grid] if a != "seeds"] if grid else list(doc["axes"])
+    scope = f"grid {grid}" if grid else "the file"
     for key, value in (where or {}).items():
-        if key == "seed":
+        if key == "seed" and grid:
             allowed = doc["grids"][grid].get("seeds", doc["seeds"])
         elif key in axes:
             allowed = list(doc["axes"][key])
         else:
-            names = ", ".join([*axes, "seed"])
-            raise ConfigError(f"{at}.{key}: not an axis of grid {grid} (allowed: {names})")
+            names = ", ".join([*axes, *(["seed"] if grid else [])])
+            raise ConfigError(f"{at}.{key}: not an axis of {scope} (allowed: {names})")
         for v in value if isinstance(value, list) else [value]:
             if v not in allowed:
                 names = ", ".join(map(str, allowed))
                 raise ConfigError(f"{at}.{key}: {v!r} is not one of its values (allowed: {names})")
+
+
+def check_overrides(paper: str, doc: dict) -> None:
+    """Each override's ``where:`` (one that matched nothing was applied nowhere, silently)."""
+    for i, over in enumerate(doc.get("overrides", [])):
+        check_where(doc, None, over["where"], f"{experiment_file(paper)} overrides[{i}].where")
 
 
 NUMBER = re.compile(r"^-?\d+(\.\d*)?([eE][-+]?\d+)?$")

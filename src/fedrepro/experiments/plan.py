@@ -26,6 +26,7 @@ from fedrepro.data.registry import get_dataset, image_count
 from fedrepro.experiments.checks import (
     check_model,
     check_options,
+    check_overrides,
     check_transcriptions,
     check_where,
     experiment_file,
@@ -218,6 +219,7 @@ def build_plan(config: dict, repo: Path) -> Plan:
                 )
         doc = deep_merge(doc, over)
         check_transcriptions(Path(repo), doc)
+        check_overrides(paper, doc)
         _expand_paper(plan, paper, doc, scale_cfg)
     if plan.smoke:
         plan.covered = cover(plan)
