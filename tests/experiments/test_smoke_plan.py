@@ -50,9 +50,10 @@ def test_runs_keep_their_models_and_hyperparameters_and_shrink_the_rest(plans):
         assert run["train"]["local_steps"] == SMOKE["steps"]
         assert run["train"]["batch_size"] == SMOKE["batch_size"]
         part = run["partition"]
-        fixed = {"fedpce_degradation": 6, "leave_one_domain_out": 3}  # the fewest they allow
+        fixed = {"fedpce_degradation": 12, "leave_one_domain_out": 3}  # the fewest they allow
         assert part["clients"] <= fixed.get(part["scheme"], SMOKE["clients"]) or (
-            part["scheme"] == "domain" and part.get("clients_per_domain", 1) == 1
+            part["scheme"] == "domain"
+            and part.get("clients_per_domain", 1) == (3 if part.get("new_fraction") else 1)
         ), part
         data = {**SMOKE["data"], **SMOKE.get("datasets", {}).get(run["dataset"], {})}
         assert run["data"]["per_class_train"] == data["per_class_train"]

@@ -7,8 +7,9 @@ training images, the first seed, and a covering subset of the grids' cells: one 
 distinct (algorithm, backbone, tuning, adaptation method), the one on the dataset earliest in
 ``prefer``, and one more for every item none of those reach, so every item builder runs.
 Partition schemes whose client count is their structure keep it, at its smallest: one client a
-domain (``domain``), one subset a kind (``fedpce_degradation``, m = 1, and a client's
-Dirichlet share at least one image where the paper's asks for 10), every domain but one
+domain, or as many as make one new client where FedPCE marks a share new (``domain``), two a
+kind (``fedpce_degradation``, m = 2 as in FedPCE's smallest setting, and a client's Dirichlet
+share at least one image where the paper's asks for 10), every domain but one
 (``leave_one_domain_out``).
 
 Its numbers mean nothing; it shows that every paper-scale code path runs before a GPU hour is
@@ -38,14 +39,24 @@ def _fewer_clients(part: dict, most: int) -> dict:
     """A partition with at most ``most`` clients, or, where the scheme's structure fixes the
     count, the fewest it allows."""
     scheme, clients = part["scheme"], int(part["clients"])
-    if scheme == "fedpce_degradation":  # 6 kinds of m clients each; at least one image a
-        return {**part, "m": 1, "clients": 6, "min_size": 1}  # client (paper: 10 of ~3,300)
-    if scheme == "domain":  # domains x clients_per_domain
+    if scheme == "fedpce_degradation":  # 6 kinds of m clients each, m = 2 the paper's least
+        # (one new client a kind); at least one image a client (paper: 10 of ~3,300)
+        return {**part, "m": 2, "clients": 12, "min_size": 1}
+    if scheme == "domain":  # domains x clients_per_domain, a new one in each where some are
         per = int(part.get("clients_per_domain", 1))
-        return {**part, "clients_per_domain": 1, "clients": clients // per}
+        fewest = _fewest_with_new(float(part.get("new_fraction", 0.0)), per)
+        return {**part, "clients_per_domain": fewest, "clients": clients // per * fewest}
     if scheme == "leave_one_domain_out":  # one client a remaining domain
         return part
     return {**part, "clients": min(clients, most)}
+
+
+def _fewest_with_new(fraction: float, most: int) -> int:
+    """The fewest clients of a group of which ``fraction`` (rounded) makes one new client
+    (fedrepro.data.partition_common.mark_new_clients), one where none are new."""
+    if fraction <= 0:
+        return 1
+    return next((n for n in range(1, most + 1) if round(fraction * n) >= 1), most)
 
 
 def smoke_adapt(adapt: dict, smoke: dict) -> dict:
