@@ -53,3 +53,30 @@ def test_a_failed_write_leaves_neither_the_file_nor_its_temporary(tmp_path):
     with pytest.raises(RuntimeError):
         atomic_write(tmp_path / "out.txt", fail)
     assert list(tmp_path.iterdir()) == []
+
+
+SAVE_IN_A_PROCESS = """
+import sys, torch
+from fedrepro.data.prepared import Split, save_split
+split = Split(torch.arange(48, dtype=torch.uint8).reshape(2, 4, 2, 3), torch.tensor([0, 1]),
+              None, ["a", "b"], [], absent=["x.jpg"])
+meta = {k: str(i) for i, k in enumerate(["dataset", "split", "scale", "seed"])}
+save_split(sys.argv[1], split, meta)
+"""
+
+
+def test_a_prepared_split_is_the_same_bytes_from_every_process(tmp_path):
+    """safetensors writes its metadata in a hash map's order, seeded per process: the same
+    split gave different files (7 keys: 5,040 orders). The header is sorted after the write."""
+    import subprocess
+    import sys
+
+    from fedrepro.data.prepared import load_split
+
+    paths = [tmp_path / f"{i}.safetensors" for i in range(4)]
+    for path in paths:
+        subprocess.run([sys.executable, "-c", SAVE_IN_A_PROCESS, str(path)], check=True)
+    assert len({p.read_bytes() for p in paths}) == 1
+    loaded = load_split(paths[0])
+    assert loaded.classes == ["a", "b"] and loaded.absent == ["x.jpg"]
+    assert torch.equal(loaded.images.flatten(), torch.arange(48, dtype=torch.uint8))

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
-from fedrepro.atomic import atomic_write
+from fedrepro.atomic import save_tensors
 
 __all__ = ["Split", "load_split", "save_split"]
 
@@ -50,7 +50,7 @@ def save_split(path: str | os.PathLike[str], split: Split, meta: dict[str, str])
     }
     if split.absent:  # the record of what a split list named and the staged tree lacked
         metadata["absent"] = json.dumps(list(split.absent))
-    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
+    save_tensors(path, tensors, metadata)
 
 
 def load_split(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> Split:

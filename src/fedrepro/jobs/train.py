@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
 from fedrepro.algorithms import make_algorithm
 from fedrepro.arithmetic import of_run
-from fedrepro.atomic import atomic_write, write_json
+from fedrepro.atomic import atomic_write, save_tensors, write_json
 from fedrepro.data.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
@@ -77,7 +76,7 @@ def train_run(
     for k, local in state.local.items():
         tensors.update({f"client{k}.{n}": v for n, v in local.items()})
     tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
-    atomic_write(out_dir / "state.safetensors", lambda p: save_file(tensors, p))
+    save_tensors(out_dir / "state.safetensors", tensors)
     return write_results(out_dir, job, state, t0, setup)
 
 

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
-from fedrepro.atomic import atomic_write
+from fedrepro.atomic import atomic_write, save_tensors
 from fedrepro.checksums import ChecksumError, file_digests
 from fedrepro.models.registry import BackboneSpec, create_backbone, get_spec, head_keys
 
@@ -61,7 +61,7 @@ def save_weights(
         seen.add(ptr)
         tensors[key] = tensor
     metadata = {str(k): str(v) for k, v in (meta or {}).items()}
-    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
+    save_tensors(path, tensors, metadata)
 
 
 def load_weights(model: nn.Module, path: StrPath, skip_head: bool = True) -> list[str]:
