@@ -13,11 +13,11 @@ from pathlib import Path
 
 import torch
 
-from fedrepro.data.partition import partition_files
+from fedrepro.data.partitions.make import partition_files
 from fedrepro.data.prepared import Split, save_split
 from tests.workflow_helpers import REPO, env
 
-# every perturbation of a contrastive view (fedrepro.data.views), for adaptations of toy
+# every perturbation of a contrastive view (fedrepro.data.transforms.views), for adaptations of toy
 # runs trained without augmentation, whose two views of Eq. 7 would otherwise coincide
 JITTER = {"p": 0.8, "brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.1}
 VIEWS = {"crop": {"scale": [0.2, 1.0]}, "flip": 0.5, "jitter": JITTER, "grayscale": 0.2}

@@ -143,3 +143,39 @@ def test_checker_catches_violations(tmp_path):
         "fedrepro/report/x.py:6 report imports models",
         "fedrepro/report/x.py:7 report imports plot_runs",
     ]
+
+
+DATA_PARTS: dict[str, frozenset[str]] = {
+    "prepared": frozenset(),
+    "imageops": frozenset(),
+    "sources": frozenset({"prepared", "imageops"}),
+    "transforms": frozenset({"sources", "prepared", "imageops"}),
+    "synthetic": frozenset({"sources", "transforms", "prepared", "imageops"}),
+    "partitions": frozenset({"transforms", "prepared"}),
+    "build": frozenset({"sources", "synthetic", "prepared", "imageops"}),
+}
+"""The data layer's parts (a subpackage or a top module of ``fedrepro.data``) -> the other parts
+each may import: the real sources and the analogs never import partitions, and a transform never
+imports an analog. docs/architecture.md says the same; change both together."""
+
+
+def test_the_data_layer_parts_import_only_their_own_lower_parts():
+    data = SRC / "fedrepro" / "data"
+    found = {p.name.removesuffix(".py") for p in data.iterdir() if p.name != "__init__.py"}
+    assert found - {"__pycache__"} == set(DATA_PARTS), "add the new part to DATA_PARTS"
+    violations = []
+    for path in sorted(data.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        part = rel.parts[2].removesuffix(".py")
+        if part == "__init__":
+            continue
+        module = rel.with_suffix("").parts
+        is_pkg = path.name == "__init__.py"
+        module = module[:-1] if is_pkg else module
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for name in _imported(node, module, is_pkg):
+                if name[:2] != ("fedrepro", "data") or len(name) < 3:
+                    continue
+                if name[2] not in (part, *DATA_PARTS[part]):
+                    violations.append(f"{rel}:{node.lineno} {part} imports data.{name[2]}")
+    assert not violations, "\n".join(violations)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from fedrepro.algorithms import ALGORITHMS
-from fedrepro.data.partition import SCHEMES
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.partitions.make import SCHEMES
+from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.config import SCHEMA_DIR, _validator, load_yaml
 from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.models.tuning import TUNINGS

@@ -13,7 +13,7 @@ from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
 from fedrepro.bench.work import known_sizes
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.timing import PhaseClock

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from fedrepro.data.batches import augment, resize
+from fedrepro.data.transforms.batches import augment, resize
 from fedrepro.experiments.plan import build_plan
 from fedrepro.fl.data import DeviceData
 

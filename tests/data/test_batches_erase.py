@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from fedrepro.data.batches import augment, erase_boxes
+from fedrepro.data.transforms.batches import augment, erase_boxes
 
 N = 4000
 

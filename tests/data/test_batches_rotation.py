@@ -11,8 +11,8 @@ import torch
 import torchvision.transforms.functional as TF
 import yaml
 
-from fedrepro.data.batches import augment, rotate_images, rotation_angles
 from fedrepro.data.prepared import Split, save_split
+from fedrepro.data.transforms.batches import augment, rotate_images, rotation_angles
 from fedrepro.experiments.plan import build_plan
 from fedrepro.fl.build import load_data
 

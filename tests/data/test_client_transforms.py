@@ -8,7 +8,7 @@ import pytest
 import torch
 import torchvision.transforms.v2.functional as tvf
 
-from fedrepro.data.client_transforms import apply_transform
+from fedrepro.data.transforms.clients import apply_transform
 
 JITTER = {"kind": "color_jitter", "brightness": 1.3, "contrast": 0.7, "saturation": 1.4, "hue": 0.2}
 

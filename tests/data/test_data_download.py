@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fedrepro import logs
-from fedrepro.data import download as dl
-from fedrepro.data.registry import DatasetSpec, RemoteFile
+from fedrepro.data.sources import download as dl
+from fedrepro.data.sources.registry import DatasetSpec, RemoteFile
 
 PAYLOAD = b"fedrepro test payload\n" * 1000
 

@@ -16,12 +16,12 @@ import scipy.io
 import torch
 from PIL import Image
 
-from fedrepro.data.download import download
 from fedrepro.data.imageops import resize_images
-from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, load_split, save_split
-from fedrepro.data.rawfiles import safe_unpickle
-from fedrepro.data.registry import CORRUPTIONS, DATASETS
+from fedrepro.data.sources.download import download
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.rawfiles import safe_unpickle
+from fedrepro.data.sources.registry import CORRUPTIONS, DATASETS
 
 RNG = np.random.default_rng(0)
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from fedrepro.data.registry import (
+from fedrepro.data.sources.registry import (
     CIFAR100_SUPERCLASSES,
     CORRUPTIONS,
     DATASETS,

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from fedrepro.data.build import prepare
-from fedrepro.data.corruptions import COMMON9, CORRUPTIONS, corrupt, random_corruptions
 from fedrepro.data.prepared import load_split
-from fedrepro.data.registry import DATASETS, get_dataset
-from fedrepro.data.synthetic import synthesize
+from fedrepro.data.sources.registry import DATASETS, get_dataset
+from fedrepro.data.synthetic.analogs import synthesize
+from fedrepro.data.transforms.corruptions import COMMON9, CORRUPTIONS, corrupt, random_corruptions
 
 SIZE = 16  # small images keep the suite fast; rendering happens at native size anyway
 

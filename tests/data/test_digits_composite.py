@@ -13,14 +13,14 @@ import scipy.io
 import torch
 from PIL import Image
 
-from fedrepro.data import composite
 from fedrepro.data.build import prepare
-from fedrepro.data.composite import parse_composite, raw_sources, to_channels
 from fedrepro.data.imageops import resize_images
-from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, load_split
-from fedrepro.data.registry import DATASETS, DIGITS, DatasetSpec, get_dataset
-from fedrepro.data.synthetic import synthesize
+from fedrepro.data.sources import composite
+from fedrepro.data.sources.composite import parse_composite, raw_sources, to_channels
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.registry import DATASETS, DIGITS, DatasetSpec, get_dataset
+from fedrepro.data.synthetic.analogs import synthesize
 
 DOMAINS = ["mnist", "svhn", "usps", "syn"]
 RNG = np.random.default_rng(0)

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrepro.data import download as dl
-from fedrepro.data.parsers import parse
-from fedrepro.data.registry import DatasetSpec, RemoteFile, get_dataset
+from fedrepro.data.sources import download as dl
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.registry import DatasetSpec, RemoteFile, get_dataset
 
 RNG = np.random.default_rng(12)
 NAMES = {  # registry file name -> (prefix, kind)

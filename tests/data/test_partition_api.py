@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.data.partition import make_partition, partition_files
+from fedrepro.data.partitions.make import make_partition, partition_files
 from fedrepro.data.prepared import Split, save_split
 
 TRAIN = np.random.default_rng(1).permutation(np.repeat(np.arange(4), 100))

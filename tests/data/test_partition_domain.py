@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedrepro.data.partition import make_partition
+from fedrepro.data.partitions.make import make_partition
 
 NAMES = ["mnist", "svhn", "usps"]
 _RNG = np.random.default_rng(0)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.data.client_transforms import apply_transform
-from fedrepro.data.partition import make_partition
+from fedrepro.data.partitions.make import make_partition
+from fedrepro.data.transforms.clients import apply_transform
 
 TRAIN = np.random.default_rng(1).permutation(np.repeat(np.arange(10), 120))
 TEST = np.random.default_rng(2).permutation(np.repeat(np.arange(10), 60))

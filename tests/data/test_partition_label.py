@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedrepro.data.partition import make_partition
-from fedrepro.data.partition_common import cut_points
+from fedrepro.data.partitions.common import cut_points
+from fedrepro.data.partitions.make import make_partition
 
 
 def balanced_labels(per_class: int, num_classes: int, seed: int = 0) -> np.ndarray:

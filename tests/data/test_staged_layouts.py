@@ -17,13 +17,13 @@ import scipy.io
 from PIL import Image
 
 from fedrepro import logs
-from fedrepro.data import download as dl
-from fedrepro.data import parsers
 from fedrepro.data.build import prepare
-from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import load_split
-from fedrepro.data.rawfiles import load_images
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.sources import download as dl
+from fedrepro.data.sources import parsers
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.rawfiles import load_images
+from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import build_plan, paper_plan
 

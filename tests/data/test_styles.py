@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.data.partition import make_partition
-from fedrepro.data.styles import TEXTURE_WEIGHT, assign_styles, style_bank, stylize, stylize_split
+from fedrepro.data.partitions.make import make_partition
+from fedrepro.data.transforms.styles import (
+    TEXTURE_WEIGHT,
+    assign_styles,
+    style_bank,
+    stylize,
+    stylize_split,
+)
 
 LABELS = np.random.default_rng(0).integers(0, 10, 600)
 

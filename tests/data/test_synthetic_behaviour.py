@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.data.partition import make_partition
-from fedrepro.data.synthetic import synthesize
+from fedrepro.data.partitions.make import make_partition
+from fedrepro.data.synthetic.analogs import synthesize
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.local import predict, train_epochs

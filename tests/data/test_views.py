@@ -1,4 +1,4 @@
-"""Contrastive view perturbations (fedrepro.data.views; FedICON §4.1.1): each image of a
+"""Contrastive view perturbations (fedrepro.data.transforms.views; FedICON §4.1.1): each image of a
 batch gets its own draw, and each operation is torchvision's at that image's parameters."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TF
 
-from fedrepro.data.batches import augment, normalize, to_input
-from fedrepro.data.views import (
+from fedrepro.data.transforms.batches import augment, normalize, to_input
+from fedrepro.data.transforms.views import (
     brightness_of,
     contrast_of,
     crop_boxes,

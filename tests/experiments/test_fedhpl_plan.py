@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from fedrepro.data.partition import make_partition
+from fedrepro.data.partitions.make import make_partition
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import build_plan
 from fedrepro.experiments.plan import paper_plan as build_paper_plan

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.data.batches import MEAN, STD
 from fedrepro.data.prepared import Split
-from fedrepro.data.registry import get_dataset
+from fedrepro.data.sources.registry import get_dataset
+from fedrepro.data.transforms.batches import MEAN, STD
 from fedrepro.experiments.plan import paper_plan as build_paper_plan
 from fedrepro.fl.build import device_data
 from fedrepro.tta import adapt_method

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.data.folds import kfold
+from fedrepro.data.partitions.folds import kfold
 from fedrepro.fl.build import pooled
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.data.batches import channel_stats
 from fedrepro.data.prepared import Split, save_split
+from fedrepro.data.transforms.batches import channel_stats
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.build import input_stats, load_data, load_train_test
 from fedrepro.models.registry import BACKBONES, IMAGENET_MEAN, IMAGENET_STD

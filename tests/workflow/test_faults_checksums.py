@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from fedrepro.data.registry import get_dataset
+from fedrepro.data.sources.registry import get_dataset
 from fedrepro.experiments.plan import paper_plan
 from tests.workflow_helpers import copy_workflow, snakemake
 

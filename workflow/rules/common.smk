@@ -5,7 +5,7 @@ from pathlib import Path
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
 from fedrepro.bench.work import WorkTable, job_resources, known_sizes
-from fedrepro.data.registry import DATASETS, raw_sources
+from fedrepro.data.sources.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import build_plan, shift_dataset

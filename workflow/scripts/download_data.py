@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from fedrepro.checksums import ChecksumError
-from fedrepro.data.download import DownloadError, download
+from fedrepro.data.sources.download import DownloadError, download
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--dataset", required=True, help="registry key, e.g. cifar10")

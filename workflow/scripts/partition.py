@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from fedrepro.data.partition import partition_files
+from fedrepro.data.partitions.make import partition_files
 from fedrepro.report.figures import make_figure
 
 p = argparse.ArgumentParser(description=__doc__)

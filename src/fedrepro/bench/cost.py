@@ -29,8 +29,8 @@ from fedrepro.bench.work import (
     run_work,
 )
 from fedrepro.bench.work import hours as work_hours
-from fedrepro.data.partition import make_partition
-from fedrepro.data.registry import DATASETS
+from fedrepro.data.partitions.make import make_partition
+from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.engine import in_cohort
 

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
-from fedrepro.data.registry import DATASETS, split_sizes
+from fedrepro.data.sources.registry import DATASETS, split_sizes
 from fedrepro.tta import adapt_method
 
 REGENERATE = "python workflow/scripts/bench.py work --out config/work/paper.json"
@@ -26,10 +26,10 @@ REGENERATE = "python workflow/scripts/bench.py work --out config/work/paper.json
 
 def known_sizes(assumed: dict) -> dict:
     """Images per split of every dataset: the registry's published counts
-    (``fedrepro.data.registry.split_sizes``), and ``assumed`` (``bench.cost.split_sizes``) for
-    those the registry does not record. A composite's domains are its components: the
-    registry's counts where it records them, the assumptions for the rest. A dataset or a
-    composite's domain given by both is refused (one source each)."""
+    (``fedrepro.data.sources.registry.split_sizes``), and ``assumed``
+    (``bench.cost.split_sizes``) for those the registry does not record. A composite's domains
+    are its components: the registry's counts where it records them, the assumptions for the
+    rest. A dataset or a composite's domain given by both is refused (one source each)."""
     sizes = dict(assumed)
     twice = []
     for name, spec in DATASETS.items():

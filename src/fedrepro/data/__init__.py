@@ -1,1 +1,1 @@
-"""data layer (see docs/architecture.md)."""
+"""Data layer: real sources, synthetic analogs, client partitions and image transforms."""

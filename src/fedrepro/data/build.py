@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fedrepro.data.composite import parse_composite
-from fedrepro.data.layouts import missing_files
-from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split, save_split
-from fedrepro.data.registry import get_dataset, split_sizes
-from fedrepro.data.synthetic import synthesize
+from fedrepro.data.sources.composite import parse_composite
+from fedrepro.data.sources.layouts import missing_files
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.registry import get_dataset, split_sizes
+from fedrepro.data.synthetic.analogs import synthesize
 
 __all__ = ["SCALES", "check_prepared", "prepare"]
 

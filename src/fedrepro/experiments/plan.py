@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fedrepro.data.registry import get_dataset, image_count
+from fedrepro.data.sources.registry import get_dataset, image_count
 from fedrepro.experiments.checks import (
     check_model,
     check_options,

@@ -53,7 +53,7 @@ def _fewer_clients(part: dict, most: int) -> dict:
 
 def _fewest_with_new(fraction: float, most: int) -> int:
     """The fewest clients of a group of which ``fraction`` (rounded) makes one new client
-    (fedrepro.data.partition_common.mark_new_clients), one where none are new."""
+    (fedrepro.data.partitions.common.mark_new_clients), one where none are new."""
     if fraction <= 0:
         return 1
     return next((n for n in range(1, most + 1) if round(fraction * n) >= 1), most)

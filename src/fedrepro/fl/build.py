@@ -8,10 +8,10 @@ from pathlib import Path
 import torch
 
 from fedrepro.arithmetic import DEFAULT_PRECISION, check
-from fedrepro.data.batches import MEAN, STD, channel_stats
-from fedrepro.data.corruptions import COMMON9, CORRUPTIONS, random_corruptions
-from fedrepro.data.partition import test_lists_from
+from fedrepro.data.partitions.make import test_lists_from
 from fedrepro.data.prepared import Split, load_split
+from fedrepro.data.transforms.batches import MEAN, STD, channel_stats
+from fedrepro.data.transforms.corruptions import COMMON9, CORRUPTIONS, random_corruptions
 from fedrepro.fl.data import DeviceData
 from fedrepro.models.registry import BACKBONES, create_backbone
 from fedrepro.models.tuning import apply_tuning
@@ -146,7 +146,7 @@ def shifted_test(
     - ``{"kind": "dataset", "dataset": name}`` (attribute shift): the test split of
       ``name`` (prepared beside the run's dataset, same classes) replaces the run's, and
       each client's test list is drawn from it following the client's label distribution
-      (``fedrepro.data.partition.test_lists_from``)."""
+      (``fedrepro.data.partitions.make.test_lists_from``)."""
     kind = shift.get("kind")
     if kind not in SHIFT_KINDS:
         raise ValueError(f"test_shift.kind: {kind!r} (allowed: {', '.join(SHIFT_KINDS)})")

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from fedrepro.data.batches import MEAN, STD, augment, normalize, resize, to_input
-from fedrepro.data.views import perturb, perturbs
+from fedrepro.data.transforms.batches import MEAN, STD, augment, normalize, resize, to_input
+from fedrepro.data.transforms.views import perturb, perturbs
 
 
 @dataclass
@@ -25,10 +25,10 @@ class DeviceData:
     rotate: float = 0.0  # degrees: RandomRotation(rotate)
     flip_p: float = 0.5  # probability of the horizontal flip
     rotate_p: float = 1.0  # probability of the rotation (FedPCE: 0.25)
-    erase: dict | None = None  # RandomErasing {p, scale}: fedrepro.data.batches.erase_boxes
+    erase: dict | None = None  # RandomErasing {p, scale}: data.transforms.batches.erase_boxes
     mean: tuple[float, ...] = MEAN  # input normalisation (fedrepro.fl.build.input_stats)
     std: tuple[float, ...] = STD
-    # the perturbations of a contrastive view (fedrepro.data.views; FedICON's two views)
+    # the perturbations of a contrastive view (fedrepro.data.transforms.views; FedICON's two views)
     views: dict | None = None
 
     @property

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedrepro.data.client_transforms import apply_transform
-from fedrepro.data.folds import kfold
+from fedrepro.data.partitions.folds import kfold
+from fedrepro.data.transforms.clients import apply_transform
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
@@ -66,9 +66,9 @@ class Clients:
         """The clients of ``cohort`` (``all``; FedPCE's ``collaborative`` or ``new`` ones).
 
         With ``cv`` (``{"folds": K, "fold": k}``) each client's train and test shares are
-        pooled and cut into K folds (``fedrepro.data.folds``): the indices then point into the
-        pooled data, train split first (test index i is ``num_train + i``). ``images`` keeps
-        the first that many of each client's training images (FedPCE's Fig. 4)."""
+        pooled and cut into K folds (``fedrepro.data.partitions.folds``): the indices then
+        point into the pooled data, train split first (test index i is ``num_train + i``).
+        ``images`` keeps the first that many of each client's training images (FedPCE's Fig. 4)."""
         if cohort not in COHORTS:
             raise ValueError(f"cohort: {cohort!r} (allowed: {', '.join(COHORTS)})")
         as_idx = partial(torch.as_tensor, dtype=torch.long, device=device)

@@ -54,8 +54,8 @@ def train_epochs(
     ``objective(x, y)`` gives the loss of a batch (default: cross-entropy of ``model(x)``), or
     None to take no step on it;
     with ``views`` > 1, ``x`` stacks that many independently augmented copies of the batch,
-    each perturbed by the data's ``views`` (``fedrepro.data.views``) where it has them, in
-    place of its training augmentation.
+    each perturbed by the data's ``views`` (``fedrepro.data.transforms.views``) where it has
+    them, in place of its training augmentation.
     A last batch of one sample is dropped (batch norm cannot train on it), every short last
     batch with ``train.drop_last`` (PyTorch's DataLoader flag, as FedIns's code trains).
     ``train.precision`` (default fp32) picks the arithmetic. The loss is summed on the device

@@ -57,7 +57,7 @@ PRELOAD = (
     "timm",
     "fedrepro.jobs.train",
     "fedrepro.jobs.adapt",
-    "fedrepro.data.partition",
+    "fedrepro.data.partitions.make",
     "fedrepro.report.figures",  # matplotlib: a partition job draws its histogram
 )
 MAX_MESSAGE = 1 << 20

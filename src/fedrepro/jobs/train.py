@@ -21,7 +21,7 @@ import torch
 from fedrepro.algorithms import make_algorithm
 from fedrepro.arithmetic import of_run
 from fedrepro.atomic import atomic_write, save_tensors, write_json
-from fedrepro.data.styles import stylize_split
+from fedrepro.data.transforms.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
     build_model,

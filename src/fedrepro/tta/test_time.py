@@ -21,7 +21,7 @@ clients' test sets under a test-time shift (``fedrepro.fl.build.shifted_test``).
 - ``fedicon_test``: FedICON's personalised classifier, then its contrastive test-time
   adaptation (``tta_epochs: 0`` leaves it out; ``online: true`` adapts sample by sample
   while predicting, against a memory of ``memory`` training images, §4.2) on two views
-  perturbed by ``views`` (``fedrepro.data.views``; None: the run's ``train.views``), so a
+  perturbed by ``views`` (``fedrepro.data.transforms.views``; None: the run's ``train.views``), so a
   run trained without augmentation (Local, FedAvg: Table 5's TTA variants) gets two
   different views too.
 """

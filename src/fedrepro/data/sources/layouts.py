@@ -11,14 +11,14 @@ from pathlib import Path
 
 import scipy.io
 
-from fedrepro.data.parsers import (
+from fedrepro.data.sources.parsers import (
     class_folder_files,
     find,
     image_files,
     mnistm_original_listing,
     tiny_listing,
 )
-from fedrepro.data.registry import DatasetSpec, RemoteFile, get_dataset, raw_sources
+from fedrepro.data.sources.registry import DatasetSpec, RemoteFile, get_dataset, raw_sources
 
 __all__ = ["alternative", "missing_files", "staged"]
 

@@ -59,9 +59,9 @@ class DatasetSpec:
     splits: tuple[str, ...]
     domains: tuple[str, ...] = ()
     remote: tuple[RemoteFile, ...] = ()
-    parser: str = ""  # key into fedrepro.data.parsers; "" = synthetic only (mini scale)
+    parser: str = ""  # key into fedrepro.data.sources.parsers; "" = synthetic only (mini scale)
     # A composite dataset: one domain per component dataset (same names, same order), built
-    # from the components' own files (fedrepro.data.composite); it has no remote files.
+    # from the components' own files (fedrepro.data.sources.composite); it has no remote files.
     components: tuple[str, ...] = ()
     # Images per split (``splits`` order) of the real dataset, as its source publishes them:
     # the paper-scale cost counts with them (fedrepro.bench.cost) and a staged copy without a

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fedrepro.data import synthetic_render as R
+from fedrepro.data.synthetic import render as R
 
 Tensor = torch.Tensor
 

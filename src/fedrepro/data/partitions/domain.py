@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrepro.data.partition_common import (
+from fedrepro.data.partitions.common import (
     ClientPart,
     Params,
     PartitionData,

@@ -1,7 +1,7 @@
 """Feature-skew schemes: NIID's Gaussian-noise clients and FedPCE's degradation clients.
 
 Both split the data uniformly and give each client a fixed transform record that
-``fedrepro.data.client_transforms.apply_transform`` applies to every batch it reads.
+``fedrepro.data.transforms.clients.apply_transform`` applies to every batch it reads.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from fedrepro.data.partition_common import (
+from fedrepro.data.partitions.common import (
     ClientPart,
     Params,
     PartitionData,

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from fedrepro.data import synthetic_render as R
+from fedrepro.data.synthetic import render as R
 
 Tensor = torch.Tensor
 

@@ -13,14 +13,19 @@ from collections.abc import Callable
 
 import torch
 
-from fedrepro.data.corruptions import corrupt
 from fedrepro.data.imageops import resize_float, to_uint8
 from fedrepro.data.prepared import Split
-from fedrepro.data.registry import CIFAR100_SUPERCLASSES, CORRUPTIONS, DatasetSpec, get_dataset
-from fedrepro.data.synthetic_digits import glyph_set, render_digits, render_glyph_objects
-from fedrepro.data.synthetic_domains import render_domain
-from fedrepro.data.synthetic_fashion import render_fashion
-from fedrepro.data.synthetic_objects import prototypes, render_objects
+from fedrepro.data.sources.registry import (
+    CIFAR100_SUPERCLASSES,
+    CORRUPTIONS,
+    DatasetSpec,
+    get_dataset,
+)
+from fedrepro.data.synthetic.digits import glyph_set, render_digits, render_glyph_objects
+from fedrepro.data.synthetic.domains import render_domain
+from fedrepro.data.synthetic.fashion import render_fashion
+from fedrepro.data.synthetic.objects import prototypes, render_objects
+from fedrepro.data.transforms.corruptions import corrupt
 
 __all__ = ["synthesize"]
 

@@ -24,17 +24,17 @@ from typing import Any
 import numpy as np
 
 from fedrepro.atomic import write_json
-from fedrepro.data.partition_common import (
+from fedrepro.data.partitions.common import (
     ClientPart,
     Params,
     PartitionData,
     class_pools,
     cut_points,
 )
-from fedrepro.data.partition_domain import domain, leave_one_domain_out
-from fedrepro.data.partition_feature import feature_noise, fedpce_degradation
-from fedrepro.data.partition_label import dirichlet, fedhpl_overlap, iid, label_quantity
-from fedrepro.data.styles import assign_styles
+from fedrepro.data.partitions.domain import domain, leave_one_domain_out
+from fedrepro.data.partitions.feature import feature_noise, fedpce_degradation
+from fedrepro.data.partitions.label import dirichlet, fedhpl_overlap, iid, label_quantity
+from fedrepro.data.transforms.styles import assign_styles
 
 SchemeFn = Callable[[Params, PartitionData, np.random.Generator], list[ClientPart]]
 
@@ -155,7 +155,8 @@ def _keep_fraction(
 def _assign_styles(
     spec: dict[str, Any], clients: list[ClientPart], rng: np.random.Generator
 ) -> dict[str, Any]:
-    """FedIns's intra-client knob (``fedrepro.data.styles``): a style id per training image."""
+    """FedIns's intra-client knob (``fedrepro.data.transforms.styles``): a style id per training
+    image."""
     styles, fraction = spec["styles"], spec.get("styled_fraction")
     if not isinstance(styles, int) or isinstance(styles, bool) or styles < 0:
         raise ValueError(f"partition spec: key 'styles' is {styles!r}; expected an int >= 0")

@@ -23,14 +23,14 @@ from numpy.typing import ArrayLike
 
 from fedrepro.data.imageops import resize_images
 from fedrepro.data.prepared import Split
-from fedrepro.data.rawfiles import (
+from fedrepro.data.sources.rawfiles import (
     extract_once,
     load_images,
     open_maybe_gzip,
     read_tar_member,
     safe_unpickle,
 )
-from fedrepro.data.registry import CORRUPTIONS, DatasetSpec, get_dataset
+from fedrepro.data.sources.registry import CORRUPTIONS, DatasetSpec, get_dataset
 from fedrepro.logs import job_log
 
 __all__ = ["parse"]

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from fedrepro.data.partition_common import (
+from fedrepro.data.partitions.common import (
     MAX_RESAMPLES,
     ClientPart,
     Params,

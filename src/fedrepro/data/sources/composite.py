@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from fedrepro.data.parsers import parse
 from fedrepro.data.prepared import Split
-from fedrepro.data.registry import get_dataset, raw_sources
+from fedrepro.data.sources.parsers import parse
+from fedrepro.data.sources.registry import get_dataset, raw_sources
 
 __all__ = ["parse_composite", "raw_sources", "to_channels"]
 

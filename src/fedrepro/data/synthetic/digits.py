@@ -14,8 +14,8 @@ import zlib
 import numpy as np
 import torch
 
-from fedrepro.data import synthetic_render as R
-from fedrepro.data.synthetic_objects import natural_background
+from fedrepro.data.synthetic import render as R
+from fedrepro.data.synthetic.objects import natural_background
 
 Tensor = torch.Tensor
 Polyline = list[tuple[float, float]]

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TF
 
 from fedrepro.data.imageops import to_float, to_uint8
-from fedrepro.data.registry import CORRUPTIONS
+from fedrepro.data.sources.registry import CORRUPTIONS
 
 __all__ = ["COMMON9", "CORRUPTIONS", "corrupt", "random_corruptions"]
 

@@ -22,7 +22,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.ops import roi_align
 
-from fedrepro.data.batches import first_fitting_box
+from fedrepro.data.transforms.batches import first_fitting_box
 
 Tensor = torch.Tensor
 JITTERS = ("brightness", "contrast", "saturation", "hue")

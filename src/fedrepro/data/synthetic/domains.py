@@ -1,5 +1,5 @@
 """Domain styles for the multi-domain analogs: the same object classes (shapes, parts,
-palettes from ``synthetic_objects``) rendered as DomainNet's six domains or Office-Caltech's
+palettes from ``objects``) rendered as DomainNet's six domains or Office-Caltech's
 four, so a one-domain-per-client split shows feature shift with shared label semantics."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 
 import torch
 
-from fedrepro.data import synthetic_render as R
-from fedrepro.data.synthetic_objects import Layers, compose_natural, draw_layers, natural_background
+from fedrepro.data.synthetic import render as R
+from fedrepro.data.synthetic.objects import Layers, compose_natural, draw_layers, natural_background
 
 Tensor = torch.Tensor
 

@@ -15,8 +15,8 @@ from typing import BinaryIO
 
 from fedrepro.checksums import CHUNK as _CHUNK
 from fedrepro.checksums import ChecksumError, content_md5, file_digests
-from fedrepro.data.layouts import alternative
-from fedrepro.data.registry import RemoteFile, get_dataset
+from fedrepro.data.sources.layouts import alternative
+from fedrepro.data.sources.registry import RemoteFile, get_dataset
 from fedrepro.logs import Progress, job_log
 
 __all__ = ["ChecksumError", "download", "fetch_file", "verify"]
@@ -145,7 +145,7 @@ def fetch_file(
 
 def download(dataset: str, data_root: str | os.PathLike[str]) -> list[Path]:
     """Fetch every raw file of ``dataset`` into ``data_root/<dataset>/``, or take the layout
-    staged there in its place that the parser reads (``fedrepro.data.layouts``, checked by
+    staged there in its place that the parser reads (``fedrepro.data.sources.layouts``, checked by
     content) where the file itself is not staged. Files that can be neither fetched nor
     found are named all at once, in one line."""
     spec = get_dataset(dataset)

@@ -1,0 +1,1 @@
+"""Client partitions: the label, feature and domain schemes, their shared pieces, the folds."""

@@ -1,0 +1,1 @@
+"""Synthetic analogs of every dataset (scale mini), drawn offline and deterministically."""

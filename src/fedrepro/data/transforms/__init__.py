@@ -1,0 +1,1 @@
+"""Transforms of device-resident images: batches, client transforms, corruptions, views."""
