@@ -235,7 +235,7 @@ def read_reported(path: str | Path | None) -> pd.DataFrame | None:
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     for col in ("value", "std"):
         if col in frame:
-            frame[col] = pd.to_numeric(frame[col].replace("", np.nan), errors="coerce")
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")  # a blank is NaN
     return frame
 
 
