@@ -1,6 +1,6 @@
 """A run's work at its arithmetic: the paper cost and the Slurm runtime of each training and
 adaptation job come from one model (fedrepro.bench.work), with the committed table
-config/work/paper.json in place of what needs torch."""
+config/flops/paper.json in place of what needs torch."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def plan():
 
 @pytest.fixture(scope="module")
 def table():
-    return WorkTable(REPO / "config/work/paper.json", SIZES)
+    return WorkTable(REPO / "config/flops/paper.json", SIZES)
 
 
 def test_the_committed_table_covers_every_paper_scale_job(plan, table):

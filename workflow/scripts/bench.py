@@ -1,7 +1,7 @@
 """Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page,
 the embedded default's time budget; and the paper scale's work table (per-sample FLOPs and
 sample counts the workflow plans runtimes with: `python workflow/scripts/bench.py work --out
-config/work/paper.json`)."""
+config/flops/paper.json`)."""
 
 import argparse
 import json

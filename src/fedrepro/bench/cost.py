@@ -97,7 +97,7 @@ def partition_counts(run: dict, sizes: dict) -> dict:
 def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
     """FLOPs of one paper-scale run: training and evaluation over all its rounds, in all and
     by class of operation (``fedrepro.bench.work.run_work``); ``memo`` gathers the per-sample
-    FLOPs and sample counts by key, the table ``config/work/<scale>.json`` holds."""
+    FLOPs and sample counts by key, the table ``config/flops/<scale>.json`` holds."""
     flops, counts = memo.setdefault("flops", {}), memo.setdefault("counts", {})
     key = flops_key(run)
     if key not in flops:

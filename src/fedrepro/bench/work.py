@@ -8,7 +8,7 @@ over the device's rate at the arithmetic each class runs on (``fedrepro.arithmet
 run's ``train.precision`` and ``train.tf32``). Torch is not imported here: the workflow
 plans with this module. What needs torch (FLOPs counted on the meta device, the partitioner's
 sample counts) comes from the cost job's memo, or for the workflow from the committed table
-``config/work/<scale>.json`` that ``python workflow/scripts/bench.py work`` writes from it.
+``config/flops/<scale>.json`` that ``python workflow/scripts/bench.py work`` writes from it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
 from fedrepro.tta import adapt_method
 
-REGENERATE = "python workflow/scripts/bench.py work --out config/work/paper.json"
+REGENERATE = "python workflow/scripts/bench.py work --out config/flops/paper.json"
 
 
 def known_sizes(assumed: dict) -> dict:
