@@ -118,3 +118,11 @@ def test_a_model_outside_the_table_is_refused_naming_the_table(plan, table):
     other = {**run, "model": {**run["model"], "img_size": 999}}
     with pytest.raises(ValueError, match=r"paper\.json: no FLOPs for .*bench\.py work"):
         table.per_sample(other)
+
+
+def test_a_missing_table_is_refused_as_missing(plan, tmp_path):
+    """A table at the wrong path (the rename that left the workflow at config/work/) is named
+    as missing, not read as one without the run's FLOPs."""
+    run = next(iter(plan.runs.values()))
+    with pytest.raises(ValueError, match=r"nope\.json: no such file; write it: .*bench\.py work"):
+        WorkTable(tmp_path / "nope.json", SIZES).per_sample(run)

@@ -69,7 +69,7 @@ wildcard_constraints:
 
 # per-sample FLOPs and sample counts of the scale's plan (committed; bench.py work writes it)
 WORK = WorkTable(
-    Path(workflow.basedir) / "config" / "work" / f"{config['scale']}.json",
+    Path(workflow.basedir) / "config" / "flops" / f"{config['scale']}.json",
     known_sizes(config["bench"]["cost"]["split_sizes"]),
 )
 

@@ -118,6 +118,8 @@ class WorkTable:
 
     def per_sample(self, run: dict) -> dict:
         key = flops_key(run)
+        if not self.path.exists():
+            raise ValueError(f"{self.path}: no such file; write it: {REGENERATE}")
         if key not in self.flops:
             raise ValueError(f"{self.path}: no FLOPs for {key}; regenerate it: {REGENERATE}")
         return self.flops[key]
