@@ -64,6 +64,14 @@ def test_the_shipped_items_and_claims_pass(paper):
     _check(REPO, paper)
 
 
+def test_a_transcription_not_there_is_none(tmp_path):
+    """The plan takes a paper's missing config/reported/*.csv as no transcription (its report
+    shows no paper values); the claims check read the file's header and raised
+    FileNotFoundError, a traceback at parse time."""
+    (copy_config(tmp_path) / "reported" / "adapters.csv").unlink()
+    _check(tmp_path)
+
+
 def _flat(doc: dict, prefix: str = "") -> set[str]:
     """Dotted keys; a per-group mapping (``best_acc_per_group``) is one metric, read whole."""
     return {

@@ -6,15 +6,15 @@ is one line naming the experiment file and the key."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
+from fedrepro.experiments.checks import experiment_file
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.items import structure_quantities
 from fedrepro.report.claims import SETTLE_RE, parse_claim
 from fedrepro.report.parameters import BARE
-from fedrepro.report.results import REPORTED_VALUE_COLUMNS
+from fedrepro.report.results import read_reported, reported_label_columns
 
 # metrics.json keys of a run or an adaptation (fedrepro.jobs.train.summarize and
 # write_results; docs/contracts.md); a test holds them equal to a run's
@@ -67,7 +67,7 @@ def _metric(metric: str, history: bool, at: str) -> None:
 
 def check_item(paper: str, item: str, manifest: dict[str, Any]) -> None:
     """An item's spec against its runs: the labels it lays out and the metric it reads."""
-    spec, at = manifest["spec"], f"config/experiments/{paper}.yaml items.{item}"
+    spec, at = manifest["spec"], f"{experiment_file(paper)} items.{item}"
     if manifest["kind"] == "parameters" and spec.get("unit", "M") not in BARE:
         raise ConfigError(f"{at}.unit: {spec['unit']!r} (allowed: {', '.join(BARE)})")
     if manifest["kind"] not in ("table", "figure") or not manifest["runs"]:
@@ -99,7 +99,7 @@ def check_claims(
     """A paper's claims: their grammar (fedrepro.report.claims.parse_claim), the items they
     name, their metric, and the labels they select and pair on (those of the items they read,
     the ``reported`` transcription's columns, ``item`` and ``quantity``)."""
-    file = f"config/experiments/{paper}.yaml"
+    file = experiment_file(paper)
     for i, raw in enumerate(claims):
         at = f"{file} claims[{i}]"
         try:
@@ -145,9 +145,9 @@ def check_specs(plan, repo: Path) -> None:
         items = {n: plan.items[f"{paper}/{n}"] for n in names}
         for name, manifest in items.items():
             check_item(paper, name, manifest)
+        # the paper's cells carry its transcription's label columns too; a transcription not
+        # there is none (fedrepro.experiments.checks.check_reported)
         reported = plan.claims[paper]["reported"]
-        columns = set()
-        if reported:  # the paper's cells carry its transcription's label columns too
-            with open(Path(repo) / reported, newline="") as fh:
-                columns = set(next(csv.reader(fh), [])) - {"item", *REPORTED_VALUE_COLUMNS}
+        frame = read_reported(Path(repo) / reported) if reported else None
+        columns = set(reported_label_columns(frame)) if frame is not None else set()
         check_claims(paper, plan.claims[paper]["claims"], items, columns)
