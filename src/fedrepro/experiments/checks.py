@@ -54,29 +54,40 @@ def _refuse(where: str, key: str, allowed: frozenset[str], what: str) -> None:
         raise ConfigError(f"{where}: unknown option of {what} (allowed: {names})")
 
 
+def _check_keys(name, keys, allowed: dict[str, frozenset[str]], what: str, where_of) -> None:
+    """``keys`` of a block naming ``name`` (an algorithm, tuning or adaptation method) are
+    among those ``allowed[name]`` takes (a name not in ``allowed`` is left to the schemas,
+    which list the names); ``where_of(key)``: where the key is set."""
+    if name in allowed:
+        for key in keys:
+            _refuse(where_of(key), key, allowed[name], f"{what} {name}")
+
+
+def _check_tuning(model: dict, where_of) -> None:
+    """A model block's ``tuning_options`` hold only what its tuning takes."""
+    chosen = model.get("tuning_options") or {}
+    if isinstance(chosen, dict):
+        _check_keys(model.get("tuning", "full"), chosen, tuning_options(), "tuning", where_of)
+
+
 def check_options(paper: str, doc: dict, labels: dict, cfg: dict, adapt: dict | None) -> None:
     """A grid point's ``algorithm``, ``model.tuning_options`` and ``adapt`` blocks hold only
-    what their algorithm, tuning and adaptation method take (a name the registries lack is
-    left to the schemas, which list the names)."""
+    what their algorithm, tuning and adaptation method take."""
 
     def at(*path: str) -> str:
         return f"{experiment_file(paper)} {origin(doc, labels, path)}"
 
     algorithm = cfg.get("algorithm")
-    if isinstance(algorithm, dict) and algorithm.get("name") in algorithm_options():
-        name = algorithm["name"]
-        for key in (k for k in algorithm if k != "name"):
-            _refuse(at("algorithm", key), key, algorithm_options()[name], f"algorithm {name}")
+    if isinstance(algorithm, dict):
+        keys = [k for k in algorithm if k != "name"]
+        _check_keys(algorithm.get("name"), keys, algorithm_options(), "algorithm",
+                    lambda key: at("algorithm", key))  # fmt: skip
     model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
-    tuning, chosen = model.get("tuning", "full"), model.get("tuning_options") or {}
-    if tuning in tuning_options() and isinstance(chosen, dict):
-        for key in chosen:
-            where = at("model", "tuning_options", key)
-            _refuse(where, key, tuning_options()[tuning], f"tuning {tuning}")
-    if isinstance(adapt, dict) and adapt.get("method") in adapt_options():
-        method = adapt["method"]
-        for key in (k for k in adapt if k != "method"):
-            _refuse(at("adapt", key), key, adapt_options()[method], f"adapt method {method}")
+    _check_tuning(model, lambda key: at("model", "tuning_options", key))
+    if isinstance(adapt, dict):
+        keys = [k for k in adapt if k != "method"]
+        _check_keys(adapt.get("method"), keys, adapt_options(), "adapt method",
+                    lambda key: at("adapt", key))  # fmt: skip
 
 
 def check_model(model: dict, where: str) -> None:
@@ -87,11 +98,7 @@ def check_model(model: dict, where: str) -> None:
         if key not in known:
             allowed = ", ".join(sorted(known))
             raise ConfigError(f"{where}.model.{key}: unknown key (allowed: {allowed})")
-    tuning, chosen = model.get("tuning", "full"), model.get("tuning_options") or {}
-    if tuning in tuning_options() and isinstance(chosen, dict):
-        for key in chosen:
-            _refuse(f"{where}.model.tuning_options.{key}", key, tuning_options()[tuning],
-                    f"tuning {tuning}")  # fmt: skip
+    _check_tuning(model, lambda key: f"{where}.model.tuning_options.{key}")
 
 
 def check_where(doc: dict, grid: str | None, where: dict | None, at: str) -> None:
