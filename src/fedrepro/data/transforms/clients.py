@@ -22,6 +22,8 @@ from typing import Any
 import torch
 import torchvision.transforms.v2.functional as TF
 
+from fedrepro.data.transforms.views import JITTERS
+
 _EPS = 1e-5  # FedPCE's guard in the min-max scaling
 
 
@@ -50,12 +52,9 @@ def _fedpce_noise(x: torch.Tensor, spec: dict[str, Any], gen: torch.Generator) -
     return (hi - lo) * noisy + lo
 
 
-JITTER_FACTORS = ("brightness", "contrast", "saturation", "hue")
-
-
 def _color_jitter(x: torch.Tensor, spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
     # torchvision's adjust_<name> (one-channel images: saturation and hue leave them as they are)
-    factors = [(getattr(TF, f"adjust_{name}"), _field(spec, name)) for name in JITTER_FACTORS]
+    factors = [(getattr(TF, f"adjust_{name}"), _field(spec, name)) for name in JITTERS]
     order = torch.randperm(len(factors), generator=gen, device=gen.device).tolist()
     for i in order:
         op, factor = factors[i]

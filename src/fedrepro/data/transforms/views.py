@@ -25,7 +25,7 @@ from torchvision.ops import roi_align
 from fedrepro.data.transforms.batches import first_fitting_box
 
 Tensor = torch.Tensor
-JITTERS = ("brightness", "contrast", "saturation", "hue")
+JITTERS = ("brightness", "contrast", "saturation", "hue")  # ColorJitter's, in its order
 
 
 def perturb(x: Tensor, generator: torch.Generator | None, spec: dict) -> Tensor:
