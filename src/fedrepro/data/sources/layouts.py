@@ -18,7 +18,13 @@ from fedrepro.data.sources.parsers import (
     mnistm_original_listing,
     tiny_listing,
 )
-from fedrepro.data.sources.registry import DatasetSpec, RemoteFile, get_dataset, raw_sources
+from fedrepro.data.sources.registry import (
+    DatasetSpec,
+    RemoteFile,
+    get_dataset,
+    raw_sources,
+    split_sizes,
+)
 
 __all__ = ["alternative", "missing_files", "staged"]
 
@@ -42,7 +48,7 @@ def _refuse(remote: RemoteFile, path: Path, why: str) -> None:
 
 def _counted(spec: DatasetSpec, remote: RemoteFile, path: Path, split: str, n: int) -> None:
     """A split's image count against the registry's published one, where it records one."""
-    want = dict(zip(spec.splits, spec.sizes, strict=True)).get(split) if spec.sizes else None
+    want = (split_sizes(spec.name) or {}).get(split)
     if want is not None and n != want:
         _refuse(remote, path, f"its {split} split holds {n:,} images, published {want:,}")
 
