@@ -26,15 +26,13 @@ def origin(doc: dict, labels: dict, path: tuple[str, ...]) -> str:
     blocks += [(f"overrides[{i}].set", o["set"]) for i, o in enumerate(doc.get("overrides", []))
                if selected(labels, o["where"])]  # fmt: skip
     for prefix, block in reversed(blocks):
-        node = block
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is not None or _holds(block, path):
+        if _holds(block, path):
             return ".".join([prefix, *path])
     return ".".join(["defaults", *path])
 
 
 def _holds(block: dict, path: tuple[str, ...]) -> bool:
+    """Whether ``block`` sets the key at ``path`` (to any value, None too)."""
     node = block
     for key in path[:-1]:
         node = node.get(key) if isinstance(node, dict) else None
