@@ -163,10 +163,9 @@ def download(dataset: str, data_root: str | os.PathLike[str]) -> list[Path]:
             paths.append(fetch_file(remote, dest_dir, data_root))
         except (FileNotFoundError, DownloadError) as err:
             failed.append(err)
-    if failed:
-        kind = DownloadError if any(isinstance(e, DownloadError) for e in failed) else None
-        message = f"{len(failed)} of {len(spec.remote)} files missing: " + " | ".join(
-            str(e) for e in failed
-        )
-        raise (kind or FileNotFoundError)(message)
+    if failed:  # a DownloadError where a file failed to download, else none was staged
+        download_failed = any(isinstance(e, DownloadError) for e in failed)
+        kind = DownloadError if download_failed else FileNotFoundError
+        missing = " | ".join(map(str, failed))
+        raise kind(f"{len(failed)} of {len(spec.remote)} files missing: {missing}")
     return paths
