@@ -1,16 +1,14 @@
 """Checksum-verified fetching: local files and file:// URLs only, never the network."""
 
 import hashlib
-import runpy
-import sys
 import urllib.error
-from pathlib import Path
 
 import pytest
 
 from fedrepro import logs
 from fedrepro.data.sources import download as dl
 from fedrepro.data.sources.registry import DatasetSpec, RemoteFile
+from tests.workflow_helpers import script_exit
 
 PAYLOAD = b"fedrepro test payload\n" * 1000
 
@@ -148,12 +146,10 @@ def test_download_script_turns_the_error_into_one_line(tmp_path, monkeypatch):
         raise dl.DownloadError("toy: cannot download x (offline); check the network")
 
     monkeypatch.setattr(dl, "download", fail)
-    script = Path(__file__).resolve().parents[2] / "workflow/scripts/download_data.py"
-    argv = ["download_data.py", "--dataset", "toy", "--data-root", str(tmp_path),
-            "--out-flag", str(tmp_path / "flag")]  # fmt: skip
-    monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(SystemExit) as exc:
-        runpy.run_path(str(script), run_name="__main__")
+    message = script_exit(
+        monkeypatch, "download_data.py", "--dataset", "toy", "--data-root", str(tmp_path),
+        "--out-flag", str(tmp_path / "flag"),
+    )  # fmt: skip
     line = "fedrepro download error (DownloadError): toy: cannot download x (offline); "
-    assert str(exc.value) == line + "check the network"
+    assert message == line + "check the network"
     assert not (tmp_path / "flag").exists()

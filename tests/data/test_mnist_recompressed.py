@@ -6,9 +6,7 @@ Small fake IDX files stand in for MNIST (their checksums are computed here); nev
 
 import gzip
 import hashlib
-import runpy
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ import pytest
 from fedrepro.data.sources import download as dl
 from fedrepro.data.sources.parsers import parse
 from fedrepro.data.sources.registry import DatasetSpec, RemoteFile, get_dataset
+from tests.workflow_helpers import script_exit
 
 RNG = np.random.default_rng(12)
 NAMES = {  # registry file name -> (prefix, kind)
@@ -209,13 +208,10 @@ def test_refusal_is_one_line_from_the_download_script(tmp_path, monkeypatch):
                        remote=(remote,), parser="idx")  # fmt: skip
     monkeypatch.setattr(dl, "urlopen", _no_network)
     monkeypatch.setattr(dl, "get_dataset", lambda name: spec)
-    script = Path(__file__).resolve().parents[2] / "workflow/scripts/download_data.py"
-    argv = ["download_data.py", "--dataset", "mnist", "--data-root", str(tmp_path),
-            "--out-flag", str(tmp_path / "flag")]  # fmt: skip
-    monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(SystemExit) as exc:
-        runpy.run_path(str(script), run_name="__main__")
-    text = str(exc.value)
+    text = script_exit(
+        monkeypatch, "download_data.py", "--dataset", "mnist", "--data-root", str(tmp_path),
+        "--out-flag", str(tmp_path / "flag"),
+    )  # fmt: skip
     assert "\n" not in text
     assert text.startswith(f"fedrepro download error (ChecksumError): {staged}: md5 expected ")
     assert remote.md5 in text and remote.content_md5 in text

@@ -5,8 +5,6 @@ missing files are named all at once in one line."""
 
 import math
 import pickle
-import runpy
-import sys
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -26,9 +24,9 @@ from fedrepro.data.sources.rawfiles import load_images
 from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import build_plan, paper_plan
+from tests.workflow_helpers import script_exit
 
 RNG = np.random.default_rng(33)
-SCRIPTS = Path(__file__).resolve().parents[2] / "workflow/scripts"
 
 
 def _image(path, side=8):
@@ -92,12 +90,11 @@ def test_tinyimagenet_tree_with_extra_classes_is_refused_at_download_and_prepare
     with pytest.raises(ValueError, match=r"train/ holds 4 class folders, not 2") as err:
         dl.download("tinyimagenet", tmp_path)
     assert "\n" not in str(err.value)
-    argv = ["download_data.py", "--dataset", "tinyimagenet", "--data-root", str(tmp_path),
-            "--out-flag", str(tmp_path / "flag")]  # fmt: skip
-    monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(SystemExit) as exc:  # the rule's script: one line, no flag
-        runpy.run_path(str(SCRIPTS / "download_data.py"), run_name="__main__")
-    assert str(exc.value).startswith("fedrepro download error (ValueError): tinyimagenet: ")
+    message = script_exit(  # the rule's script: one line, no flag
+        monkeypatch, "download_data.py", "--dataset", "tinyimagenet", "--data-root",
+        str(tmp_path), "--out-flag", str(tmp_path / "flag"),
+    )  # fmt: skip
+    assert message.startswith("fedrepro download error (ValueError): tinyimagenet: ")
     assert not (tmp_path / "flag").exists()
     with pytest.raises(ValueError) as err:
         prepare("tinyimagenet", "paper", tmp_path / "out", tmp_path / "tinyimagenet")
@@ -267,12 +264,10 @@ def test_download_names_every_missing_file_at_once(tmp_path, monkeypatch):
 def test_prepare_script_is_one_line_naming_every_file_looked_for(tmp_path, monkeypatch):
     (tmp_path / "mnist").mkdir()
     (tmp_path / "mnist" / "t10k-labels-idx1-ubyte.gz").write_bytes(b"")  # one staged
-    argv = ["prepare_data.py", "--dataset", "mnist", "--scale", "paper",
-            "--raw-dir", str(tmp_path / "mnist"), "--out-dir", str(tmp_path / "out")]  # fmt: skip
-    monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(SystemExit) as exc:
-        runpy.run_path(str(SCRIPTS / "prepare_data.py"), run_name="__main__")
-    message = str(exc.value)
+    message = script_exit(
+        monkeypatch, "prepare_data.py", "--dataset", "mnist", "--scale", "paper",
+        "--raw-dir", str(tmp_path / "mnist"), "--out-dir", str(tmp_path / "out"),
+    )  # fmt: skip
     assert "\n" not in message
     assert message.startswith("fedrepro prepare error (FileNotFoundError): ")
     assert "not staged (3): " in message
