@@ -126,3 +126,15 @@ def test_a_missing_table_is_refused_as_missing(plan, tmp_path):
     run = next(iter(plan.runs.values()))
     with pytest.raises(ValueError, match=r"nope\.json: no such file; write it: .*bench\.py work"):
         WorkTable(tmp_path / "nope.json", SIZES).per_sample(run)
+
+
+def test_the_bound_of_a_domain_dataset_counts_every_domain(plan, table):
+    """DomainNet's assumed size is one for every domain (bench.cost.split_sizes, as
+    cost.partition_counts reads it); the bound counted one domain's images, fewer than the
+    run's own counts (600 test images of 3,600)."""
+    run = next(r for r in plan.runs.values() if r["dataset"] == "domainnet")
+    other = {**run, "partition": {**run["partition"], "beta": 0.123}}
+    bound, size = table.counts_of(other), SIZES["domainnet"]
+    assert (bound["train"], bound["test"]) == (6 * size["train"], 6 * size["test"])
+    counted = partition_counts(run, SIZES)
+    assert bound["train"] >= counted["train"] and bound["test"] >= counted["test"]

@@ -130,7 +130,8 @@ class WorkTable:
 
     def bound(self, run: dict) -> dict:
         size = self.sizes.get(run["dataset"], {"train": 0, "test": 0})
-        per = size.get("domains", {"_": size})
+        # a size per domain, or one for every domain (as cost.partition_counts reads them)
+        per = size.get("domains") or dict.fromkeys(DATASETS[run["dataset"]].domains or ("_",), size)
         train = sum(int(s["train"]) for s in per.values())
         test = sum(int(s["test"]) for s in per.values())
         clients = int(run["partition"].get("clients", 1))
