@@ -19,10 +19,18 @@ __all__ = ["activation_mb", "step_memory_mb"]
 MB = 1e6
 
 
-def activation_mb(model_cfg: dict, num_classes: int, batch: int) -> float:
-    """MB autograd saves in one training forward of ``batch`` images (fp32)."""
+def _meta_model(model_cfg: dict, num_classes: int) -> torch.nn.Module:
+    """The run's model built on the meta device (shapes only)."""
     with torch.device("meta"):
-        model = build_model(model_cfg, num_classes, 0, None, "meta")
+        return build_model(model_cfg, num_classes, 0, None, "meta")
+
+
+def activation_mb(
+    model_cfg: dict, num_classes: int, batch: int, model: torch.nn.Module | None = None
+) -> float:
+    """MB autograd saves in one training forward of ``batch`` images (fp32), through ``model``
+    where given (the meta model of ``model_cfg``), else one built here."""
+    model = _meta_model(model_cfg, num_classes) if model is None else model
     own = {id(t) for t in (*model.parameters(), *model.buffers())}
     saved: dict[int, torch.Tensor] = {}
 
@@ -43,8 +51,7 @@ def step_memory_mb(run: dict, num_classes: int) -> dict[str, float]:
     """A run's training step on the device: ``weights`` (parameters and buffers),
     ``gradients`` and ``optimizer`` (momentum or Adam's two moments) of the trainable set,
     ``activations`` at the run's batch, and their ``total``."""
-    with torch.device("meta"):
-        model = build_model(run["model"], num_classes, 0, None, "meta")
+    model = _meta_model(run["model"], num_classes)
     weights = sum(t.nbytes for t in (*model.parameters(), *model.buffers())) / MB
     trainable = sum(p.nbytes for p in model.parameters() if p.requires_grad) / MB
     train = run["train"]
@@ -53,6 +60,6 @@ def step_memory_mb(run: dict, num_classes: int) -> dict[str, float]:
         "weights": weights,
         "gradients": trainable,
         "optimizer": moments * trainable,
-        "activations": activation_mb(run["model"], num_classes, int(train["batch_size"])),
+        "activations": activation_mb(run["model"], num_classes, int(train["batch_size"]), model),
     }
     return {**out, "total": sum(out.values())}
