@@ -34,6 +34,7 @@ from fedrepro.experiments.checks import (
 from fedrepro.experiments.checks import selected as _selected
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
 from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
+from fedrepro.experiments.options import algorithm_options
 from fedrepro.experiments.smoke import cover, smoke_adapt, smoke_run
 
 NOT_HASHED = ("paper",)
@@ -410,9 +411,13 @@ def _with_files(plan: Plan, entry: dict, reads) -> dict:
 def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str) -> list[dict]:
     """Structural items (``parameters``): the model and algorithm of each row of each source
     (``{grid, rows, where, variants}``), taken from the grid's first run with that row
-    label, once per variant where the source lists ``variants``."""
+    label, once per variant where the source lists ``variants``; a source without a grid
+    gives its rows' configs itself (``{rows, configs, variants}``: ``_given_configs``)."""
     configs = []
     for i, source in enumerate(sources):
+        if "grid" not in source and "configs" in source:
+            configs += _given_configs(source, f"items.{item}.sources[{i}]")
+            continue
         if source.get("grid") not in grid_runs:
             raise ConfigError(
                 f"items.{item}.sources[{i}].grid: unknown grid {source.get('grid')!r}"
@@ -438,12 +443,53 @@ def _source_configs(plan: Plan, grid_runs: dict, sources: list[dict], item: str)
     return configs
 
 
-VARIANT_KEYS = {"backbone", "num_classes", "model"}
+VARIANT_KEYS = {"backbone", "num_classes", "model", "client_backbones"}
+# what a source's given config may hold (structure.parameters.count_parameters)
+GIVEN_KEYS = {"model", "algorithm", "clients", "server_model"}
+
+
+def _given_configs(source: dict, where: str) -> list[dict]:
+    """The rows of a source that names no grid: ``configs`` maps each row label to its
+    ``model`` (a run's model block), ``algorithm`` (default FedAvg: every parameter trained),
+    ``clients`` and optionally ``server_model`` (``models.server_models``). For the
+    structural numbers of methods no grid trains (FedHPL Tables 2 and 7-9)."""
+    out = []
+    for label, given in source["configs"].items():
+        unknown = sorted(set(given or {}) - GIVEN_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}.configs.{label}: unknown keys {unknown}")
+        given = dict(given or {})
+        model = given.pop("model", {})
+        check_model(model, f"{where}.configs.{label}")
+        algorithm = given.pop("algorithm", {"name": "fedavg"})
+        _check_algorithm_name(algorithm, f"{where}.configs.{label}.algorithm")
+        config = {
+            "row": source["rows"],
+            "label": str(label),
+            "model": model,
+            "algorithm": algorithm,
+            "clients": int(given.pop("clients", 1)),
+            **given,
+        }
+        out += _variants(config, source.get("variants"), where)
+    return out
+
+
+def _check_algorithm_name(algorithm: dict, where: str) -> None:
+    """A given config's algorithm is a registered one and its keys are options it takes
+    (names read from source, no torch)."""
+    names, name = algorithm_options(), algorithm.get("name")
+    if name not in names:
+        raise ConfigError(f"{where}.name: {name!r} (allowed: {', '.join(sorted(names))})")
+    for key in sorted(set(algorithm) - {"name"} - names[name]):
+        allowed = ", ".join(sorted(names[name])) or "none"
+        raise ConfigError(f"{where}.{key}: unknown option of algorithm {name} (allowed: {allowed})")
 
 
 def _variants(config: dict, variants: dict | None, where: str) -> list[dict]:
-    """A source row once, or once per variant (``{name: {backbone, num_classes, model}}``:
-    the same method on another paper-scale backbone, class count or tuning option)."""
+    """A source row once, or once per variant (``{name: {backbone, num_classes, model,
+    client_backbones}}``: the same method on another paper-scale backbone, class count or
+    tuning option, or as a federation of clients of these backbones, counted together)."""
     if not variants:
         return [config]
     out = []

@@ -7,9 +7,13 @@ pool of SSF sets with keys and a frozen query copy (``models.ssf_pool``); ``vpt_
 ``vpt_shallow`` add prompt tokens, ``vpt_pool`` a keyed pool of deep prompts (``models.vpt``).
 ``pce`` generates every norm layer's scale and shift from a client embedding through global
 MLPs (FedPCE, ``models.pce``). ``pad_prompt`` adds a learnable pixel frame to the input of a
-model that still trains entirely (pFedPT, ``models.pad_prompt``).
+model that still trains entirely (pFedPT, ``models.pad_prompt``), or (``outside``, ``frozen``)
+around the input of a frozen model whose frame and head train (FedHPL (CNN)).
+``head_split`` is the heterogeneous-model baselines' ResNet client: body, a feature of common
+width, head (FedHPL App. C.1.2, ``models.head_split``).
 ``model.tuning_options`` are passed on (``pool_size``, ``top_c``, ``scope``; ``num_prompts``;
-``embed_dim``, ``hidden``; ``pad``, ``size``).
+``embed_dim``, ``hidden``; ``pad``, ``size``, ``outside``, ``frozen``; ``feature_dim``,
+``projection``, ``stem``, ``mapping``, ``public_classes``).
 Trainable tensors are what the engine sends; frozen ones never move.
 """
 
@@ -23,6 +27,7 @@ from typing import Any
 from torch import nn
 
 from fedrepro.models.adapters import add_adapters
+from fedrepro.models.head_split import HeadSplit
 from fedrepro.models.pad_prompt import PadPrompted
 from fedrepro.models.pce import add_client_embedding
 from fedrepro.models.ssf import add_ssf
@@ -66,7 +71,10 @@ TUNINGS: dict[str, Tuning] = {
     "vpt_shallow": Tuning(_vpt(False), frozenset({"num_prompts"})),
     "vpt_pool": Tuning(_vpt_pool, frozenset({"num_prompts", "pool_size", "top_c"})),
     "pce": Tuning(add_client_embedding, frozenset({"embed_dim", "hidden"})),
-    "pad_prompt": Tuning(PadPrompted, frozenset({"pad", "size"})),
+    "pad_prompt": Tuning(PadPrompted, frozenset({"pad", "size", "outside", "frozen"})),
+    "head_split": Tuning(
+        HeadSplit, frozenset({"feature_dim", "projection", "stem", "mapping", "public_classes"})
+    ),
 }
 
 

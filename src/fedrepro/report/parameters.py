@@ -63,7 +63,8 @@ COLUMNS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
     "server": (
         "Server (M)",
         [("server", "server")],
-        "Server: the parameters the server trains (pFedPG's prompt generator). ",
+        "Server: the parameters the server trains (pFedPG's prompt generator; FedGen's "
+        "generator, FedTGP's prototype generator, FedGH's global head). ",
     ),
     "local": (
         "# params, client training",
@@ -100,9 +101,10 @@ DEFAULT_SHOWN = ("com_cost", "new_params")
 SCALES = {"": 1.0, "K": 1e3, "M": 1e6}
 # FedHPL's K and M are 2^10 and 2^20 (its Table 5 prints the pixel frame's 1,344 as 1.3125 K)
 BINARY_SCALES = {"": 1.0, "K": float(2**10), "M": float(2**20)}
-# what a bare printed number counts in, per the item's ``unit``
-BARE = {"M": 1e6, "Mi": float(2**20), "Ki": float(2**10), "printed": 1.0}
-DEFAULT_SUFFIX = {"M": "M", "Mi": "M", "Ki": "K", "printed": ""}
+# what a bare printed number counts in, per the item's ``unit`` (``printed_binary``: plain
+# scalars, and K and M binary where a value carries one: FedHPL's Table 9)
+BARE = {"M": 1e6, "Mi": float(2**20), "Ki": float(2**10), "printed": 1.0, "printed_binary": 1.0}
+DEFAULT_SUFFIX = {"M": "M", "Mi": "M", "Ki": "K", "printed": "", "printed_binary": ""}
 HEADINGS = {q: c[0] for q, c in COLUMNS.items()}
 
 
@@ -118,7 +120,7 @@ def printed_number(printed: str, unit: str) -> tuple[str, float]:
 
 def _scales(unit: str) -> dict[str, float]:
     """What a printed suffix counts in: powers of 2 where the paper's unit is binary."""
-    return BINARY_SCALES if unit in ("Mi", "Ki") else SCALES
+    return BINARY_SCALES if unit in ("Mi", "Ki", "printed_binary") else SCALES
 
 
 def bare_scale(unit: str) -> float:
@@ -189,7 +191,7 @@ def measure_parameters(manifest: dict[str, Any]) -> pd.DataFrame:
             number, scale = printed_number(printed, unit) if printed else ("", bare_scale(unit))
             value = counts[q] / scale
             record[f"{q}_M"] = value  # in the printed unit (M unless the paper says K or none)
-            if unit == "printed" or printed[-1:] in ("K", "M"):  # a unit of its own
+            if unit.startswith("printed") or printed[-1:] in ("K", "M"):  # a unit of its own
                 record[f"{q}_unit"] = {v: k for k, v in _scales(unit).items()}[scale]
             record[f"{q}_paper"] = printed
             record[f"{q}_matches"] = matches_printed(value, number) if printed else None
@@ -254,6 +256,7 @@ def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
         "M": "M = 10⁶ scalars.",
         "Mi": "M = 2^20 = 1,048,576 scalars, the paper's unit (K = 2^10).",
         "Ki": "K = 2^10 = 1,024 scalars, the paper's unit.",
+        "printed_binary": "Ours are shown in the unit the paper prints (K = 2^10, M = 2^20).",
     }.get(spec.get("unit", "M"), "Ours are shown in the unit the paper prints (K = 10³, M = 10⁶).")
     variants = " (a row with a variant: its own backbone and classes)" * ("variant" in frame)
     lines = [

@@ -12,10 +12,11 @@ from typing import Any
 import torch
 
 from fedrepro.models.registry import head_keys
+from fedrepro.models.server_models import server_model
 from fedrepro.models.tuning import new_at_inference
 from fedrepro.structure.payload import begin_client, sender
 
-__all__ = ["QUANTITIES", "count_parameters", "count_rows"]
+__all__ = ["QUANTITIES", "count_federation", "count_parameters", "count_rows"]
 
 
 # what a row can count; a structure spec's ``quantities`` picks (default: FedIns's three)
@@ -52,7 +53,10 @@ def count_parameters(
     parameter outside the classifier, ``head`` the classifier's, ``per_prompt`` the scalars
     one prompt token adds (over every layer it is inserted in; 0 without prompts);
     ``uploaded`` all a client sends up in a round, model tensors and extra payload together
-    (FedHPL's logits, for a client of one correctly classified image: App. Table 9)."""
+    (FedHPL's logits, for a client of one correctly classified image: App. Table 9).
+    A config's ``server_model`` (``{"name", **options}``, ``models.server_models``) is a model
+    the server trains beside the algorithm's own (FedGen's generator, FedTGP's prototypes):
+    it counts in ``server`` and ``trainable``."""
     unknown = sorted(set(quantities) - set(QUANTITIES))
     if unknown:
         raise ValueError(f"parameters: unknown quantities {unknown} (allowed: {QUANTITIES})")
@@ -63,20 +67,23 @@ def count_parameters(
         )
         ctx = begin_client(model, algorithm)
         payload = algorithm.client_end(ctx)
+        spec = config.get("server_model")
+        extra = sum(p.numel() for p in server_model(spec, num_classes).parameters()) if spec else 0
     named = dict(model.named_parameters())
+    server = algorithm.server_parameters() + extra
     counts = {
         "com_cost": sum(t.numel() for t in payload.tensors.values()),
         "aux": sum(t.numel() for t in payload.extra.values()),
         "new_params": new_at_inference(model),
         "total": sum(p.numel() for p in named.values()),
         "local": sum(named[k].numel() for k in algorithm.local if k in named),
-        "trainable": algorithm.server_parameters()
+        "trainable": server
         + sum(
             named[k].numel()
             for k in set(algorithm.shared) | set(algorithm.local)
             if k in named and named[k].requires_grad
         ),
-        "server": algorithm.server_parameters(),
+        "server": server,
         "head": sum(named[k].numel() for k in head_keys(model) if k in named),
         "per_prompt": _per_prompt(model),
     }
@@ -91,6 +98,22 @@ def _per_prompt(model: torch.nn.Module) -> int:
     return prompts.numel() // n if prompts is not None and n else 0
 
 
+def count_federation(
+    config: dict[str, Any],
+    backbones: list[str],
+    num_classes: int,
+    quantities: tuple[str, ...] = DEFAULT_QUANTITIES,
+) -> dict[str, int]:
+    """The counts of one client per backbone in ``backbones``, summed over the clients
+    (heterogeneous clients: FedHPL Table 2's Param (M), "the sum over the five clients"); what
+    the server trains counts once."""
+    each = [count_parameters(config, b, num_classes, QUANTITIES) for b in backbones]
+    counts = {q: sum(c[q] for c in each) for q in QUANTITIES}
+    server = each[0]["server"]
+    counts.update(server=server, trainable=counts["trainable"] - server * (len(each) - 1))
+    return {q: counts[q] for q in quantities}
+
+
 def count_rows(
     configs: list[dict[str, Any]],
     backbone: str,
@@ -99,12 +122,14 @@ def count_rows(
 ) -> list[dict]:
     """One row per source config: its row label (and variant, FedHPL's Tables 5 and 6) and
     its counts, on the config's own ``backbone`` and ``num_classes`` where it names them
-    (FedPCE(62), a variant), else on ``backbone`` and ``num_classes``."""
+    (FedPCE(62), a variant), else on ``backbone`` and ``num_classes``; a config naming
+    ``client_backbones`` counts a federation of those clients (``count_federation``)."""
     with_variants = any("variant" in c for c in configs)
     rows = []
     for c in configs:
         classes = int(c.get("num_classes", num_classes))
-        counts = count_parameters(c, c.get("backbone", backbone), classes, quantities)
+        backbones = c.get("client_backbones") or [c.get("backbone", backbone)]
+        counts = count_federation(c, backbones, classes, quantities)
         variant = {"variant": c.get("variant", "")} if with_variants else {}
         rows.append({"row": c["row"], "label": c["label"], **variant, **counts})
     return rows
