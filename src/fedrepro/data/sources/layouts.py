@@ -16,6 +16,7 @@ from fedrepro.data.sources.parsers import (
     find,
     image_files,
     mnistm_original_listing,
+    near_folders,
     tiny_listing,
 )
 from fedrepro.data.sources.registry import (
@@ -123,7 +124,7 @@ def _domain_folder(spec: DatasetSpec, remote: RemoteFile, raw_dir: Path) -> Path
     domain = remote.filename.removesuffix(".zip")
     if domain not in spec.domains:
         return None
-    for cand in (raw_dir, *raw_dir.glob("*/"), *raw_dir.glob("*/*/")):
+    for cand in near_folders(raw_dir):
         folder = cand / domain
         if folder.is_dir():
             empty = [

@@ -398,10 +398,15 @@ def _parse_tinyimagenet(raw_dir: Path, spec: DatasetSpec, size: int | None) -> d
 # --- multi-domain folder trees (DomainNet subset, Office-Caltech-10) -----------------------------
 
 
+def near_folders(raw_dir: Path) -> list[Path]:
+    """``raw_dir`` and the folders one and two levels below it (archives often add a top
+    folder), where a staged tree may start."""
+    return [raw_dir, *raw_dir.glob("*/"), *raw_dir.glob("*/*/")]
+
+
 def _domain_root(raw_dir: Path, spec: DatasetSpec) -> Path | None:
     """Directory holding one sub-folder per domain, searched two levels deep."""
-    candidates = [raw_dir, *raw_dir.glob("*/"), *raw_dir.glob("*/*/")]
-    for cand in candidates:
+    for cand in near_folders(raw_dir):
         if all((cand / d).is_dir() for d in spec.domains):
             return cand
     return None
