@@ -85,7 +85,7 @@ def cover(plan) -> list[tuple]:
     first of each item that no kept entry reaches; drop every other run, adaptation,
     partition, dataset and backbone. Returns the kept combinations."""
     rank = {name: i for i, name in enumerate(plan.smoke.get("prefer", []))}
-    best: dict[tuple, dict] = {}  # combination -> its entry on the most preferred dataset
+    best: dict[tuple, tuple] = {}  # combination -> (cost, its entry on the most preferred dataset)
     for manifest in plan.items.values():
         for entry in manifest["runs"]:
             key = combination(plan, entry)
@@ -94,12 +94,11 @@ def cover(plan) -> list[tuple]:
             if key not in best or cost < best[key][0]:
                 best[key] = (cost, entry)
     kept = {entry["id"]: entry for _, entry in best.values()}
-    seen = set(best)
     for manifest in plan.items.values():
         if manifest["runs"] and not any(e["id"] in kept for e in manifest["runs"]):
             kept[manifest["runs"][0]["id"]] = manifest["runs"][0]
     _prune(plan, kept)
-    return sorted(seen, key=str)
+    return sorted(best, key=str)
 
 
 def _prune(plan, kept: dict[str, dict]) -> None:
