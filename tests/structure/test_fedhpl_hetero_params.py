@@ -168,6 +168,10 @@ def test_a_federation_counts_the_server_once():
             {"configs": {"FedGen": {"algorithm": {"name": "fedavg", "mu": 1}}}},
             "algorithm.mu: unknown option of algorithm fedavg",
         ),
+        (
+            {"configs": {"FedGen": {"server_model": {"name": "generatr"}}}},
+            "FedGen.server_model.name: 'generatr' (allowed: generator, global_head, prototypes)",
+        ),
     ],
 )
 def test_a_given_config_is_checked(change, message):

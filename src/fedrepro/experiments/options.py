@@ -148,6 +148,12 @@ def tuning_options() -> dict[str, frozenset[str]]:
 
 
 @cache
+def server_model_names() -> frozenset[str]:
+    """What a structural row's ``server_model.name`` may be (``models.server_models``)."""
+    return frozenset(_keys(*_definition("fedrepro.models.server_models", "SERVER_MODELS")))
+
+
+@cache
 def adapt_options() -> dict[str, frozenset[str]]:
     """``adapt.method`` -> the other keys its ``adapt`` block may hold."""
     return {

@@ -34,7 +34,7 @@ from fedrepro.experiments.checks import (
 from fedrepro.experiments.checks import selected as _selected
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
 from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
-from fedrepro.experiments.options import algorithm_options
+from fedrepro.experiments.options import algorithm_options, server_model_names
 from fedrepro.experiments.smoke import cover, smoke_adapt, smoke_run
 
 NOT_HASHED = ("paper",)
@@ -463,6 +463,12 @@ def _given_configs(source: dict, where: str) -> list[dict]:
         check_model(model, f"{where}.configs.{label}")
         algorithm = given.pop("algorithm", {"name": "fedavg"})
         _check_algorithm_name(algorithm, f"{where}.configs.{label}.algorithm")
+        server = (given.get("server_model") or {}).get("name")
+        if "server_model" in given and server not in server_model_names():
+            allowed = ", ".join(sorted(server_model_names()))
+            raise ConfigError(
+                f"{where}.configs.{label}.server_model.name: {server!r} (allowed: {allowed})"
+            )
         config = {
             "row": source["rows"],
             "label": str(label),
