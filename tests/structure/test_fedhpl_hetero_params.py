@@ -17,7 +17,7 @@ from fedrepro.experiments.plan import _given_configs, build_plan
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.server_models import server_model
 from fedrepro.models.tuning import apply_tuning
-from fedrepro.report.parameters import printed_number
+from fedrepro.report.parameters import _headings, printed_number
 from fedrepro.report.payload import matches_printed
 from fedrepro.structure.parameters import count_federation, count_rows
 
@@ -177,3 +177,11 @@ def test_a_federation_counts_the_server_once():
 def test_a_given_config_is_checked(change, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         _given_configs({"rows": "method", **change}, "items.x.sources[0]")
+
+
+def test_an_item_may_name_a_quantity_s_column_as_its_table_does():
+    """Table 8's trainable column is "head + frame (K)", not Table 1's "Param (M)"."""
+    assert _headings({"headings": {"trainable": "head + frame (K)"}})["trainable"] == (
+        "head + frame (K)"
+    )
+    assert _headings({})["trainable"] == "Param (M)"

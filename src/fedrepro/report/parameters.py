@@ -208,7 +208,9 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     unit = "(M)" if spec.get("unit", "M") == "M" else "(as printed)"
     default = DEFAULT_SUFFIX[spec.get("unit", "M")]
     columns = [
-        name for q in shown for name in [*(c for c, _ in COLUMNS[q][1]), f"{HEADINGS[q]} {unit}"]
+        name
+        for q in shown
+        for name in [*(c for c, _ in COLUMNS[q][1]), f"{_headings(spec)[q]} {unit}"]
     ]
     rows = []
     for r in frame.to_dict("records"):
@@ -243,6 +245,12 @@ def make_parameter_table(manifest: dict[str, Any], out_prefix: str | Path) -> li
     return write_table(out_prefix, frame, **write_table_kwargs)
 
 
+def _headings(spec: dict[str, Any]) -> dict[str, str]:
+    """Each quantity's column heading: the paper's usual one, or the item's own (``headings``:
+    the same quantity under another table's name, e.g. FedHPL Table 8's head + frame)."""
+    return {**HEADINGS, **spec.get("headings", {})}
+
+
 def _in_unit(value: float, suffix: str, show_suffix: bool, places: int = 3) -> str:
     """Our count in the paper's unit: millions/thousands to 3 decimals (more where the paper
     prints more; with the suffix where the paper prints one), plain scalars whole."""
@@ -272,7 +280,7 @@ def _caption(frame: pd.DataFrame, spec: dict[str, Any]) -> list[str]:
             f"{' · '.join(_key(r)[1:])}: {r[f'{q}_convention']}" for r in printed.to_dict("records")
         )
         lines.append(
-            f"{HEADINGS[q]}: {matched}/{len(printed)} printed values match to their last "
+            f"{_headings(spec)[q]}: {matched}/{len(printed)} printed values match to their last "
             f"digit. How each printed value relates to ours: {conventions}."
         )
     return lines
