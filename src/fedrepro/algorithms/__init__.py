@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fedrepro.algorithms.class_means import FedGH, FedHE, FedProto
 from fedrepro.algorithms.fedavg import FedAvg
 from fedrepro.algorithms.feddc import FedDC
 from fedrepro.algorithms.fedhpl import FedHPL
@@ -44,6 +45,9 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedBABU,
         PFedPT,
         PFedPG,
+        FedProto,
+        FedHE,
+        FedGH,
     )
 }
 

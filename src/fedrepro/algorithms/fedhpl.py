@@ -22,7 +22,7 @@ from torch import nn
 
 from fedrepro.fl import logits as lx
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
-from fedrepro.fl.local import EVAL_BATCH
+from fedrepro.fl.local import outputs_of
 from fedrepro.fl.tensors import named_state, take
 from fedrepro.models.registry import head_keys
 
@@ -144,15 +144,7 @@ class FedHPL(Algorithm):
         if ctx.data is None:
             y = torch.zeros(ctx.num_samples, dtype=torch.long, device="cpu")
             return F.one_hot(y, self.num_classes).float(), y
-        model = ctx.model
-        model.eval()
-        out, labels = [], []
-        with torch.no_grad():
-            for part in ctx.idx.split(EVAL_BATCH):
-                x, y = ctx.data.batch(part)
-                out.append(model(x).float())
-                labels.append(y)
-        return torch.cat(out), torch.cat(labels)
+        return outputs_of(ctx.model, ctx.data, ctx.idx)
 
     def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
         c = self.num_classes

@@ -122,6 +122,25 @@ def train_epochs(
 
 
 @torch.no_grad()
+def outputs_of(
+    model: nn.Module,
+    data: DeviceData,
+    idx: torch.Tensor,
+    forward: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``forward(model, x)`` (default: the logits) of samples ``idx`` in evaluation mode,
+    without augmentation, in float32, and their labels (what a client uploads of its own
+    training images: FedHPL's logits, FedGH's representations)."""
+    model.eval()
+    out, labels = [], []
+    for part in idx.split(EVAL_BATCH):
+        x, y = data.batch(part)
+        out.append((model(x) if forward is None else forward(model, x)).float())
+        labels.append(y)
+    return torch.cat(out), torch.cat(labels)
+
+
+@torch.no_grad()
 def predict(
     model: nn.Module,
     data: DeviceData,
