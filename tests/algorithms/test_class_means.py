@@ -231,3 +231,26 @@ def test_a_killed_run_resumes_to_identical_numbers(name, tmp_path):
 def test_unknown_prediction_names_the_option():
     with pytest.raises(ValueError, match="predict"):
         make_algorithm({"name": "fedproto", "predict": "nearest"})
+
+
+@pytest.mark.parametrize(
+    ("name", "client", "printed"),
+    [
+        ("fedhe", {"projection": "none", "stem": 3}, (110, 10100)),
+        ("fedproto", {"feature_dim": 512, "mapping": 2048}, (5130, 51300)),
+        ("fedgh", {"feature_dim": 512, "projection": "linear", "stem": 3}, (5130, 51300)),
+    ],
+)
+def test_a_client_uploads_table9s_scalars_whatever_its_resnet(name, client, printed):
+    """FedHPL App. Table 9's uploaded parameters per client and round (C = 10, 100), from
+    ResNet-18 and ResNet-50 clients (latent 512, 2048) alike (meta device, no data)."""
+    for classes, expected in zip((10, 100), printed, strict=True):
+        for backbone in ("resnet18.tv_in1k", "resnet50.tv_in1k"):
+            with torch.device("meta"):
+                model = apply_tuning(create_backbone(backbone, classes), "head_split", **client)
+            alg = make_algorithm({"name": name})
+            alg.setup(model, 1)
+            ctx = ClientCtx(0, model, {}, 0.0, 0.0, 1, downloaded=alg.downlink_to(0, {}))
+            alg.client_begin(ctx)
+            sent = alg.client_end(ctx).all_tensors()
+            assert sum(t.numel() for t in sent.values()) == expected, (backbone, classes)

@@ -219,8 +219,9 @@ class FedGH(Algorithm):
         if not isinstance(head, nn.Linear) or head.bias is None:
             raise ValueError(f"algorithm fedgh: the classifier must be a linear layer; got {head}")
         self.num_classes, self.dim = head.out_features, head.in_features
-        # the server's head starts as the clients' common initial head
-        self.global_head = {k: v.detach().cpu().clone() for k, v in head.state_dict().items()}
+        # the server's head starts as the clients' common initial head (on the model's device:
+        # a structure job's is on the meta device); the server trains it on the CPU
+        self.global_head = {k: v.detach().clone() for k, v in head.state_dict().items()}
 
     def exchanges(self) -> bool:
         return True
@@ -258,8 +259,9 @@ class FedGH(Algorithm):
             held = p.extra["counts"].cpu() > 0
             reps.append(p.extra["means"].cpu()[held])
             labels.append(torch.nonzero(held).flatten())
+        start = moved(self.global_head, "cpu")
         self.global_head = train_head(
-            self.global_head, torch.cat(reps).float(), torch.cat(labels), self.server_lr,
+            start, torch.cat(reps).float(), torch.cat(labels), self.server_lr,
             self.server_epochs, self.server_batch, derive_seed(SERVER_HEAD_SEED, self._round),
         )  # fmt: skip
         return current
@@ -271,7 +273,7 @@ class FedGH(Algorithm):
         return model
 
     def state_dict(self) -> dict:
-        return {"global_head": dict(self.global_head)}
+        return {"global_head": moved(self.global_head, "cpu")}
 
     def load_state_dict(self, state: dict) -> None:
         self.global_head = moved(state["global_head"], "cpu")
