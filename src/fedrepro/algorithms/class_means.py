@@ -173,7 +173,8 @@ class FedProto(FedHE):
 
     # λ = 1: TsingZ0/HtFLlib@61b9a19:system/main.py (``lamda``); the nearest prototype
     # predicts: TsingZ0/HtFLlib@61b9a19:system/flcore/clients/clientproto.py (``test_metrics``);
-    # each client holding a class weighs once: ...:system/flcore/servers/serverproto.py
+    # each client holding a class weighs once:
+    # TsingZ0/HtFLlib@61b9a19:system/flcore/servers/serverproto.py (``proto_aggregation``)
     def __init__(
         self, lam: float = 1.0, predict: str = "prototype", weighting: str = "uniform", **kw
     ):
