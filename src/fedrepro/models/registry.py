@@ -64,17 +64,15 @@ _AUGREG = "https://storage.googleapis.com/vit_models/augreg/"
 _FT1K = "--imagenet2012-steps_20k-lr_0.01-res_224.npz"
 
 
-def _vit(tag_id: str, release: str) -> BackboneSpec:
-    return BackboneSpec(
-        "vit", tag_id, "vit_tiny_mini", 224, f"hf-hub:timm/{tag_id}", release=release
-    )
+def _vit(tag_id: str, release: str, tiny: str = "vit_tiny_mini") -> BackboneSpec:
+    return BackboneSpec("vit", tag_id, tiny, 224, f"hf-hub:timm/{tag_id}", release=release)
 
 
-def _tv_resnet(tag_id: str, release: str, prefix: str) -> BackboneSpec:
+def _tv_resnet(tag_id: str, release: str, prefix: str, tiny: str = "resnet_mini") -> BackboneSpec:
     return BackboneSpec(
         "resnet",
         tag_id,
-        "resnet_mini",
+        tiny,
         224,
         f"hf-hub:timm/{tag_id}",
         release=release,
@@ -99,6 +97,7 @@ BACKBONES: dict[str, BackboneSpec] = {
         _AUGREG
         + "S_16-i21k-300ep-lr_0.001-aug_light1-wd_0.03-do_0.0-sd_0.0"
         + "--imagenet2012-steps_20k-lr_0.03-res_224.npz",
+        tiny="vit_s_mini",
     ),
     "vit_large_patch16_224.augreg_in21k_ft_in1k": _vit(
         "vit_large_patch16_224.augreg_in21k_ft_in1k",
@@ -108,10 +107,16 @@ BACKBONES: dict[str, BackboneSpec] = {
         "resnet18.tv_in1k", "https://download.pytorch.org/models/resnet18-f37072fd.pth", "f37072fd"
     ),
     "resnet34.tv_in1k": _tv_resnet(
-        "resnet34.tv_in1k", "https://download.pytorch.org/models/resnet34-b627a593.pth", "b627a593"
+        "resnet34.tv_in1k",
+        "https://download.pytorch.org/models/resnet34-b627a593.pth",
+        "b627a593",
+        tiny="resnet34_mini",
     ),
     "resnet50.tv_in1k": _tv_resnet(
-        "resnet50.tv_in1k", "https://download.pytorch.org/models/resnet50-0676ba61.pth", "0676ba61"
+        "resnet50.tv_in1k",
+        "https://download.pytorch.org/models/resnet50-0676ba61.pth",
+        "0676ba61",
+        tiny="resnet50_mini",
     ),
     # Rebuffi's ImageNet ResNet-26 (residual_adapters README), on Google Drive only, with no
     # published checksum: our sha256 is recorded on first use. The release pickles the whole
@@ -174,6 +179,45 @@ BACKBONES: dict[str, BackboneSpec] = {
         "workflow",
         kwargs={"layers": (1, 1, 1, 1), "channels": (16, 32, 64, 128)},
     ),
+    # FedHPL's heterogeneous clients (App. B.2, Table 4) scaled down in proportion. ViT-S/B/L:
+    # latents 384:768:1024 = 24:48:64, depths 12:12:24 = 2:2:4; the L sibling is vit_tiny_mini
+    # (64 wide, 4 deep: its 4 heads are 16 wide, the S and B siblings' 3 and 6 heads 8 wide,
+    # where the paper's heads are all 64 wide), pretrained once for every paper. ResNet-18's
+    # sibling is resnet_mini (basic blocks 1-1-1-1, half of 2-2-2-2; widths 16-128, a quarter
+    # of 64-512); ResNet-34's and ResNet-50's halve 3-4-6-3 rounded down, ResNet-50's of
+    # bottlenecks: latent 4 x 128 = 512, as 2048 = 4 x 512
+    "vit_s_mini": BackboneSpec(
+        "vit",
+        None,
+        "vit_s_mini",
+        16,
+        "workflow",
+        kwargs={"patch_size": 4, "embed_dim": 24, "depth": 2, "num_heads": 3},
+    ),
+    "vit_b_mini": BackboneSpec(
+        "vit",
+        None,
+        "vit_b_mini",
+        16,
+        "workflow",
+        kwargs={"patch_size": 4, "embed_dim": 48, "depth": 2, "num_heads": 6},
+    ),
+    "resnet34_mini": BackboneSpec(
+        "resnet",
+        None,
+        "resnet34_mini",
+        32,
+        "workflow",
+        kwargs={"layers": (1, 2, 3, 1), "channels": (16, 32, 64, 128)},
+    ),
+    "resnet50_mini": BackboneSpec(
+        "resnet",
+        None,
+        "resnet50_mini",
+        32,
+        "workflow",
+        kwargs={"block": "bottleneck", "layers": (1, 2, 3, 1), "channels": (16, 32, 64, 128)},
+    ),
     "resnet26_mini": BackboneSpec(
         "resnet26",
         None,
@@ -235,9 +279,11 @@ def _build_resnet(spec: BackboneSpec, num_classes: int, in_chans: int, img_size:
     args = {"num_classes": num_classes, "in_chans": in_chans}
     if spec.timm_id:
         return timm.create_model(spec.timm_id, pretrained=False, **args)
-    from timm.models.resnet import BasicBlock, ResNet
+    from timm.models.resnet import BasicBlock, Bottleneck, ResNet
 
-    return ResNet(block=BasicBlock, **spec.kwargs, **args)
+    kwargs = dict(spec.kwargs)
+    block = {"basic": BasicBlock, "bottleneck": Bottleneck}[kwargs.pop("block", "basic")]
+    return ResNet(block=block, **kwargs, **args)
 
 
 _BUILDERS: dict[str, Builder] = {
