@@ -12,6 +12,7 @@ import yaml
 from timm.models.resnet import BasicBlock, Bottleneck
 
 from fedrepro.models.registry import BACKBONES, create_backbone, tiny_sibling
+from fedrepro.models.tuning import apply_tuning
 
 REPO = Path(__file__).resolve().parents[2]
 MINI = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scales"]["mini"]
@@ -98,6 +99,25 @@ def test_forward_at_the_mini_image_size(name):
         features = model.forward_head(model.forward_features(x), pre_logits=True)
     assert logits.shape == (3, 10) and torch.isfinite(logits).all()
     assert features.shape == (3, model.num_features)
+
+
+@pytest.mark.parametrize("paper", [*VITS, *RESNETS])
+def test_each_sibling_takes_its_fedhpl_client_tuning(paper):
+    """FedHPL (ViT): VPT-deep, 3 prompts a layer, and the head; FedHPL (CNN): a frozen frame of
+    3 pixels outside the image and the head (App. B.3, Table 8): what trains is those only."""
+    name, _ = VITS.get(paper) or RESNETS[paper]
+    size, classes = MINI["data"]["size"], 10
+    model = create_backbone(name, classes, img_size=size)
+    d = model.num_features
+    if paper in VITS:
+        model = apply_tuning(model, "vpt_deep", num_prompts=3)
+        extra = len(model.vit.blocks) * 3 * d
+    else:
+        model = apply_tuning(model, "pad_prompt", pad=3, size=size, outside=True, frozen=True)
+        extra = 3 * ((size + 6) ** 2 - size**2)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trainable == extra + d * classes + classes
+    assert model(torch.randn(2, 3, size, size)).shape == (2, classes)
 
 
 @pytest.mark.parametrize("name", SIBLINGS)
