@@ -16,6 +16,7 @@ from fedrepro.algorithms.moon import Moon
 from fedrepro.algorithms.personalized import FedBABU, FedBN, FedPer, FedRep, Local, PFedPT
 from fedrepro.algorithms.pfedpg import PFedPG
 from fedrepro.algorithms.scaffold import Scaffold
+from fedrepro.algorithms.server_generators import FedGen, FedTGP
 from fedrepro.algorithms.test_time import EATA, T3A, Tent
 from fedrepro.fl.algorithm import Algorithm
 
@@ -48,6 +49,8 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedProto,
         FedHE,
         FedGH,
+        FedTGP,
+        FedGen,
     )
 }
 

@@ -77,6 +77,19 @@ def mse_to_global(q: torch.Tensor, y: torch.Tensor, teacher: tuple) -> torch.Ten
     return F.mse_loss(q, target)
 
 
+def trained_class_means(ctx: ClientCtx, num_classes: int, dim: int) -> dict[str, torch.Tensor]:
+    """The class means (``means`` ``[C, dim]``) and counts (``counts`` ``[C]``) of what the
+    classifier reads (the mapped representation) of the client's training images after local
+    training (evaluation mode, no augmentation): FedGH's and FedTGP's uploads. A client without
+    data (a structure job counting what is sent) holds ``num_samples`` images of class 0."""
+    if ctx.data is None:
+        q, y = torch.zeros(ctx.num_samples, dim), torch.zeros(ctx.num_samples, dtype=torch.long)
+    else:
+        q, y = outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1])
+    sums, counts = class_sums(q, y, num_classes)
+    return {"means": sums / counts.clamp(min=1)[:, None], "counts": counts}
+
+
 class FedHE(Algorithm):
     name = "fedhe"
 
@@ -216,9 +229,7 @@ class FedGH(Algorithm):
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
-        head = model.get_classifier()
-        if not isinstance(head, nn.Linear) or head.bias is None:
-            raise ValueError(f"algorithm fedgh: the classifier must be a linear layer; got {head}")
+        head = linear_classifier(model, self.name)
         self.num_classes, self.dim = head.out_features, head.in_features
         # the server's head starts as the clients' common initial head (on the model's device:
         # a structure job's is on the meta device); the server trains it on the CPU
@@ -237,19 +248,8 @@ class FedGH(Algorithm):
         put_head(ctx.model, {k.removeprefix("head."): v for k, v in ctx.downloaded.items()})
 
     def client_end(self, ctx: ClientCtx) -> Payload:
-        q, y = self._train_representations(ctx)
-        sums, counts = class_sums(q, y, self.num_classes)
-        extra = {"means": sums / counts.clamp(min=1)[:, None], "counts": counts}
+        extra = trained_class_means(ctx, self.num_classes, self.dim)
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
-
-    def _train_representations(self, ctx: ClientCtx) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the classifier reads (the mapped representation) of the client's training
-        images after local training (evaluation mode, no augmentation). A client without data
-        (a structure job counting what is sent) holds ``num_samples`` images of class 0."""
-        if ctx.data is None:
-            y = torch.zeros(ctx.num_samples, dtype=torch.long)
-            return torch.zeros(ctx.num_samples, self.dim), y
-        return outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1])
 
     def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
         """Trains the global head on the uploaded (class mean, class) pairs, and on nothing
@@ -278,6 +278,17 @@ class FedGH(Algorithm):
 
     def load_state_dict(self, state: dict) -> None:
         self.global_head = moved(state["global_head"], "cpu")
+
+
+def linear_classifier(model: nn.Module, algorithm: str) -> nn.Linear:
+    """``model``'s classifier, which must be a linear layer with a bias (FedGH's and FedGen's
+    heads are trained or averaged as one)."""
+    head = model.get_classifier()
+    if not isinstance(head, nn.Linear) or head.bias is None:
+        raise ValueError(
+            f"algorithm {algorithm}: the classifier must be a linear layer; got {head}"
+        )
+    return head
 
 
 @torch.no_grad()
