@@ -17,6 +17,7 @@ from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.fl.engine import run_rounds
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
+from fedrepro.structure.parameters import count_parameters
 from tests.fl_helpers import problem, spy_client_end, train_cfg
 
 C = 3  # classes of the tiny problem
@@ -282,17 +283,16 @@ def test_a_killed_run_resumes_to_identical_numbers(name, tmp_path):
     [("fedgen", (531_456, 577_536), (5140, 51400)), ("fedtgp", (530_432, 576_512), (5130, 51300))],
 )
 def test_table9_server_models_and_uploads(name, server, uploaded):
-    """FedHPL App. Table 9 at C = 10, 100 on a ResNet-50 client (latent 2048 pooled to 512,
-    meta device): the server model the algorithm trains is 0.507 M / 0.551 M (FedGen) and
-    0.506 M / 0.550 M (FedTGP); a client uploads the head and its C counts ("5130+", FedGen)
-    or C prototypes and their counts (5,130 / 51,300, FedTGP)."""
+    """FedHPL App. Table 9 at C = 10, 100, counted by a structure job (meta device) on
+    ResNet-18 and ResNet-50 clients (latent 512, 2048 pooled to 512) alike: the server model
+    the algorithm trains is 0.507 M / 0.551 M (FedGen) and 0.506 M / 0.550 M (FedTGP); a client
+    uploads its head and its C counts ("5130+", FedGen) or C prototypes and their counts
+    (5,130 / 51,300, FedTGP); the client is Table 7's (ResNet-18 10.664 M at C = 10)."""
+    cfg = {"model": {"tuning": "head_split", "tuning_options": {"feature_dim": 512}},
+           "algorithm": {"name": name}}  # fmt: skip
     for classes, scalars, sent in zip((10, 100), server, uploaded, strict=True):
-        with torch.device("meta"):
-            model = _model("resnet50.tv_in1k", classes, 512)
-            alg = make_algorithm({"name": name})
-            alg.setup(model, 1)
-        assert alg.server_parameters() == scalars
-        ctx = ClientCtx(0, model, {}, 0.0, 0.0, 1, downloaded=alg.downlink_to(0, {}))
-        alg.client_begin(ctx)
-        payload = alg.client_end(ctx).all_tensors()
-        assert sum(t.numel() for t in payload.values()) == sent, classes
+        for backbone in ("resnet18.tv_in1k", "resnet50.tv_in1k"):
+            got = count_parameters(cfg, backbone, classes, ("uploaded", "server", "total"))
+            assert (got["server"], got["uploaded"]) == (scalars, sent), (backbone, classes)
+    r18 = count_parameters(cfg, "resnet18.tv_in1k", 10, ("total",))["total"]
+    assert r18 == 11_181_642 and round(r18 / 2**20, 3) == 10.664

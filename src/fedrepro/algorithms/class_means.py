@@ -82,10 +82,11 @@ def trained_class_means(ctx: ClientCtx, num_classes: int, dim: int) -> dict[str,
     classifier reads (the mapped representation) of the client's training images after local
     training (evaluation mode, no augmentation): FedGH's and FedTGP's uploads. A client without
     data (a structure job counting what is sent) holds ``num_samples`` images of class 0."""
-    if ctx.data is None:
-        q, y = torch.zeros(ctx.num_samples, dim), torch.zeros(ctx.num_samples, dtype=torch.long)
-    else:
-        q, y = outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1])
+    if ctx.data is None:  # shapes only (no bincount: it has no meta kernel)
+        counts = torch.zeros(num_classes)
+        counts[0] = ctx.num_samples
+        return {"means": torch.zeros(num_classes, dim), "counts": counts}
+    q, y = outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1])
     sums, counts = class_sums(q, y, num_classes)
     return {"means": sums / counts.clamp(min=1)[:, None], "counts": counts}
 
