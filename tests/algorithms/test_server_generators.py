@@ -278,6 +278,18 @@ def test_a_killed_run_resumes_to_identical_numbers(name, tmp_path):
         assert torch.equal(alg.generator.state_dict()[key], value), key
 
 
+@pytest.mark.parametrize("name", list(SMALL))
+def test_setting_up_again_keeps_the_trained_server_model(name):
+    """One server model per run, however often the algorithm is set up (a client group's
+    models each): a second set-up after a server step keeps what the step trained."""
+    alg = _server(SMALL[name], clients=3)
+    alg.aggregate({}, _uploads(*_clustered_uploads()) if name == "fedtgp" else _heads())
+    trained = {k: v.clone() for k, v in alg.generator.state_dict().items()}
+    alg.setup(_model(), 3)
+    for key, value in alg.generator.state_dict().items():
+        assert torch.equal(value, trained[key]), key
+
+
 @pytest.mark.parametrize(
     ("name", "server", "uploaded"),
     [("fedgen", (531_456, 577_536), (5140, 51400)), ("fedtgp", (530_432, 576_512), (5130, 51300))],

@@ -127,8 +127,9 @@ class FedTGP(FedProto):
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
         self.dim = self.width(model)
-        with seeded(PROTOTYPES_SEED):  # on the CPU, where the server trains it
-            self.generator = PrototypeGenerator(self.num_classes, self.dim, self.dim)
+        if self.generator is None:  # one server model, however often set up (per client group)
+            with seeded(PROTOTYPES_SEED):  # on the CPU, where the server trains it
+                self.generator = PrototypeGenerator(self.num_classes, self.dim, self.dim)
 
     def client_begin(self, ctx: ClientCtx) -> None:
         super().client_begin(ctx)
@@ -244,9 +245,10 @@ class FedGen(Algorithm):
         self.num_classes, self.dim = head.out_features, head.in_features
         names = {id(p): n for n, p in model.named_parameters()}
         self.head_keys = (names[id(head.weight)], names[id(head.bias)])
-        self.label_counts = torch.zeros(num_clients, self.num_classes, device="cpu")
-        with seeded(GENERATOR_SEED):  # on the CPU, where the server trains it
-            self.generator = self._new_generator()
+        if self.generator is None:  # one server model, however often set up (per client group)
+            self.label_counts = torch.zeros(num_clients, self.num_classes, device="cpu")
+            with seeded(GENERATOR_SEED):  # on the CPU, where the server trains it
+                self.generator = self._new_generator()
 
     def _new_generator(self) -> Generator:
         return Generator(self.num_classes, self.dim, self.hidden_dim, self.noise_dim)
