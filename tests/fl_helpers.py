@@ -77,6 +77,19 @@ def run(algorithm: dict, cfg=None, data=None, clients=None, model_seed=0, **kw):
     return state, alg, model
 
 
+def federate(cfg: dict, model: nn.Module, rounds: int = 3, data=None, clients=None, **kw):
+    """``model``'s federation of 3 clients under algorithm ``cfg`` for ``rounds``:
+    (state, the algorithm, every client update as ``spy_client_end`` records it)."""
+    if data is None:
+        data, clients = problem(num_clients=3, per_client=24)
+    alg = make_algorithm(cfg)
+    seen: list = []
+    spy_client_end(alg, seen)
+    kw.setdefault("log", lambda _: None)
+    state = run_rounds(train_cfg(rounds=rounds), model, alg, data, data, clients, **kw)
+    return state, alg, seen
+
+
 class Killed(Exception):
     """Stands for a job killed mid-run."""
 

@@ -18,7 +18,7 @@ from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.fl.engine import run_rounds
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
-from tests.fl_helpers import TinyNet, problem, spy_client_end, train_cfg
+from tests.fl_helpers import TinyNet, federate, problem, spy_client_end, train_cfg
 
 C = 3  # classes of the tiny problem
 DIM = 16  # the common feature width, small enough for the tiny backbone
@@ -40,16 +40,8 @@ def _model(name: str, backbone=None):
     return apply_tuning(backbone or create_backbone("resnet_mini", C), "head_split", **CLIENT[name])
 
 
-def _federate(cfg: dict, rounds: int = 3, data=None, clients=None, **kw):
-    if data is None:
-        data, clients = problem(num_clients=3, per_client=24)
-    model = _model(cfg["name"])
-    alg = make_algorithm(cfg)
-    seen = []
-    spy_client_end(alg, seen)
-    kw.setdefault("log", lambda _: None)
-    state = run_rounds(train_cfg(rounds=rounds), model, alg, data, data, clients, **kw)
-    return state, alg, seen
+def _federate(cfg: dict, rounds: int = 3, **kw):
+    return federate(cfg, _model(cfg["name"]), rounds, **kw)
 
 
 def test_fedproto_of_identical_clients_is_the_class_mean_of_their_representations():

@@ -14,11 +14,10 @@ import torch.nn.functional as F
 from fedrepro.algorithms import make_algorithm
 from fedrepro.algorithms.server_generators import adaptive_margin
 from fedrepro.fl.algorithm import ClientCtx, Payload
-from fedrepro.fl.engine import run_rounds
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.structure.parameters import count_parameters
-from tests.fl_helpers import problem, spy_client_end, train_cfg
+from tests.fl_helpers import federate, problem, train_cfg
 
 C = 3  # classes of the tiny problem
 DIM = 16  # the common feature width (FedGen's and FedTGP's pooled 512 at a tiny width)
@@ -34,14 +33,7 @@ def _model(backbone: str = "resnet_mini", classes: int = C, dim: int = DIM):
 
 
 def _federate(cfg: dict, rounds: int = 3, **kw):
-    data, clients = problem(num_clients=3, per_client=24)
-    model = _model()
-    alg = make_algorithm(cfg)
-    seen = []
-    spy_client_end(alg, seen)
-    kw.setdefault("log", lambda _: None)
-    state = run_rounds(train_cfg(rounds=rounds), model, alg, data, data, clients, **kw)
-    return state, alg, seen
+    return federate(cfg, _model(), rounds, **kw)
 
 
 def _server(cfg: dict, clients: int = 2, seed: int = 0, per_client: int = 24):
