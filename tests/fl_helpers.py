@@ -94,15 +94,20 @@ class Killed(Exception):
     """Stands for a job killed mid-run."""
 
 
-def run_killed_at(round_idx: int, algorithm: dict, cfg: dict, checkpoint) -> None:
-    """Run until the engine logs round ``round_idx``, then die as a killed job does."""
+def dies_at(round_idx: int):
+    """A run's ``log`` that dies, as a killed job does, when the engine logs round ``round_idx``."""
 
     def die(msg: str) -> None:
         if msg.startswith(f"round {round_idx}/"):
             raise Killed
 
+    return die
+
+
+def run_killed_at(round_idx: int, algorithm: dict, cfg: dict, checkpoint) -> None:
+    """Run until the engine logs round ``round_idx``, then die as a killed job does."""
     try:
-        run(algorithm, cfg, checkpoint=checkpoint, log=die)
+        run(algorithm, cfg, checkpoint=checkpoint, log=dies_at(round_idx))
     except Killed:
         return
     raise AssertionError(f"the run never reached round {round_idx}")

@@ -18,7 +18,7 @@ from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.fl.engine import run_rounds
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
-from tests.fl_helpers import TinyNet, federate, problem, spy_client_end, train_cfg
+from tests.fl_helpers import Killed, TinyNet, dies_at, federate, problem, spy_client_end, train_cfg
 
 C = 3  # classes of the tiny problem
 DIM = 16  # the common feature width, small enough for the tiny backbone
@@ -204,16 +204,9 @@ def test_the_payload_does_not_depend_on_the_backbone_width(name):
 def test_a_killed_run_resumes_to_identical_numbers(name, tmp_path):
     full, *_ = _federate(SMALL[name], rounds=3)
 
-    class Stop(Exception):
-        pass
-
-    def stop(msg):
-        if msg.startswith("round 2/"):
-            raise Stop
-
     cfg = {**SMALL[name]}
-    with contextlib.suppress(Stop):
-        _federate(cfg, rounds=3, checkpoint=tmp_path / "ck.pt", log=stop)
+    with contextlib.suppress(Killed):
+        _federate(cfg, rounds=3, checkpoint=tmp_path / "ck.pt", log=dies_at(2))
     resumed, *_ = _federate(cfg, rounds=3, checkpoint=tmp_path / "ck.pt")
     assert [r["acc"] for r in resumed.history] == [r["acc"] for r in full.history]
     for name_, value in full.local[2].items():

@@ -17,7 +17,7 @@ from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.structure.parameters import count_parameters
-from tests.fl_helpers import federate, problem, train_cfg
+from tests.fl_helpers import Killed, dies_at, federate, problem, train_cfg
 
 C = 3  # classes of the tiny problem
 DIM = 16  # the common feature width (FedGen's and FedTGP's pooled 512 at a tiny width)
@@ -253,15 +253,8 @@ def test_a_tiny_federation_trains_and_only_the_declared_payload_crosses(name):
 def test_a_killed_run_resumes_to_identical_numbers(name, tmp_path):
     full, full_alg, _ = _federate(SMALL[name], rounds=3)
 
-    class Stop(Exception):
-        pass
-
-    def stop(msg):
-        if msg.startswith("round 2/"):
-            raise Stop
-
-    with contextlib.suppress(Stop):
-        _federate(SMALL[name], rounds=3, checkpoint=tmp_path / "ck.pt", log=stop)
+    with contextlib.suppress(Killed):
+        _federate(SMALL[name], rounds=3, checkpoint=tmp_path / "ck.pt", log=dies_at(2))
     resumed, alg, _ = _federate(SMALL[name], rounds=3, checkpoint=tmp_path / "ck.pt")
     assert [r["acc"] for r in resumed.history] == [r["acc"] for r in full.history]
     for key, value in full.local[2].items():

@@ -121,7 +121,7 @@ def test_a_model_outside_the_table_is_refused_naming_the_table(plan, table):
 
 
 def test_a_missing_table_is_refused_as_missing(plan, tmp_path):
-    """A table at the wrong path (the rename that left the workflow at config/work/) is named
+    """A table at the wrong path (a renamed folder the workflow still named) is named
     as missing, not read as one without the run's FLOPs."""
     run = next(iter(plan.runs.values()))
     with pytest.raises(ValueError, match=r"nope\.json: no such file; write it: .*bench\.py work"):
