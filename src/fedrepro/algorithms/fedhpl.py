@@ -10,8 +10,9 @@ combines them per client with latent-dimension weights (Eq. 7–8, ``fedrepro.fl
 and sends each client its C×C matrix; both directions are counted in the run's bytes.
 ``lam: 0`` is local prompt tuning (Fig. 3c's "Local"). ``average: [prompts]`` / ``[head]``
 also averages the prompts / the head among clients of the same latent dimension (Table 3
-right, "exploiting homogeneous parameters"; homogeneous clients only, until part 2's
-heterogeneous ones).
+right, "exploiting homogeneous parameters"). Clients of different models (a run's
+``model.client_backbones``) each read their latent dimension from their own model; the
+logits cross every model, the averaged tensors only the clients of one model.
 """
 
 from __future__ import annotations
@@ -87,11 +88,13 @@ class FedHPL(Algorithm):
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
         self.num_classes = model.get_classifier().out_features
-        dims = self.dims or [int(getattr(model, "num_features", 1))] * num_clients
+        models = self.client_models or [model] * num_clients
+        dims = self.dims or [int(getattr(m, "num_features", 1)) for m in models]
         if len(dims) != num_clients:
             raise ValueError(f"algorithm fedhpl: {len(dims)} dims for {num_clients} clients")
         self.weights_kj = lx.dimension_weights(dims, self.logit_weighting)
-        if self.average and len(set(dims)) > 1:
+        mine = {d for d, m in zip(dims, models, strict=True) if m is model}
+        if self.average and len(mine) > 1:
             raise ValueError("algorithm fedhpl: average needs clients of one latent dimension")
 
     def exchanges(self) -> bool:
@@ -146,7 +149,8 @@ class FedHPL(Algorithm):
             return F.one_hot(y, self.num_classes).float(), y
         return outputs_of(ctx.model, ctx.data, ctx.idx)
 
-    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """Every client's global logits (Eq. 8) from what every client uploaded."""
         c = self.num_classes
         sums = torch.zeros(self.num_clients, c, c, dtype=torch.float64)
         counts = torch.zeros(self.num_clients, c, dtype=torch.float64)
@@ -159,6 +163,9 @@ class FedHPL(Algorithm):
             sums[p.client], counts[p.client] = s, n
         z = lx.aggregate(sums, counts, self.weights_kj, self.kappa, self.logit_denominator)
         self.global_logits = z.float()
+
+    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        """The averaged prompts / head of one model's clients, if any."""
         return super().aggregate(current, payloads) if self.shared else current
 
     def state_dict(self) -> dict:

@@ -167,8 +167,8 @@ class FedICONTest(Local):
         self.temperature = float(temperature)
         self.base_temperature = None if base_temperature is None else float(base_temperature)
 
-    def configure(self, client_sizes, train_cfg, data=None, client_train=None) -> None:
-        super().configure(client_sizes, train_cfg, data, client_train)
+    def configure(self, client_sizes, train_cfg, data=None, client_train=None, **kw) -> None:
+        super().configure(client_sizes, train_cfg, data, client_train, **kw)
         adapts = self.online or int(train_cfg.get("rounds", 0)) > self.classifier_epochs
         if adapts and data is not None and not data.views_differ:
             why = f"views {data.views} perturb nothing" if data.views else "no augmentation"

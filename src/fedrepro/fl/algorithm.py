@@ -70,6 +70,7 @@ class Algorithm:
         self.train_cfg: dict = {}
         self.train_data: Any = None
         self.client_train: list[torch.Tensor] = []
+        self.client_models: list[nn.Module] = []
 
     def configure(
         self,
@@ -77,15 +78,18 @@ class Algorithm:
         train_cfg: dict,
         data: Any = None,
         client_train: list[torch.Tensor] | None = None,
+        client_models: list[nn.Module] | None = None,
     ) -> None:
         """What the run looks like (called by the engine before ``setup``): every client's
         training-set size and the ``train`` block (FedDC scales by them), the training data
         and each client's indices into it (what a predictor may read: FedICON's online
-        memory)."""
+        memory), and each client's model (one module per architecture, the same object for
+        clients of one backbone: FedHPL reads every client's latent dimension)."""
         self.client_sizes = list(client_sizes)
         self.train_cfg = dict(train_cfg)
         self.train_data = data
         self.client_train = list(client_train or [])
+        self.client_models = list(client_models or [])
 
     def prepare_model(self, model: nn.Module) -> None:
         """Add what the algorithm keeps in the model (FedTHE's personal head), right after the
@@ -172,11 +176,20 @@ class Algorithm:
         return [p.num_samples / total for p in payloads]
 
     def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        """The shared tensors of the clients of this algorithm's model from their
+        ``payloads`` (in a run of several models, each model's clients only)."""
         return weighted_sum([p.tensors for p in payloads], self.weights(payloads))
 
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """The server's work on every kept payload of round ``r`` whatever the client's model,
+        before ``aggregate`` (FedHPL's per-class logits); nothing for FedAvg. In a run of
+        several models each model's algorithm runs it on the same payloads, so every one holds
+        the same server state: it must draw from nothing but ``payloads`` and ``r``."""
+
     def exchanges(self) -> bool:
-        """Whether the server aggregates each round: parameter averaging when tensors are
-        shared; an exchange of other payloads (FedHPL's logits) says so itself."""
+        """Whether the server works each round (``exchange``, then ``aggregate``): parameter
+        averaging when tensors are shared; an exchange of other payloads (FedHPL's logits)
+        says so itself."""
         return bool(self.shared)
 
     def downlink(self, current: dict[str, torch.Tensor], r: int) -> dict[str, torch.Tensor]:

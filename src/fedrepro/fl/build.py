@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from fedrepro.arithmetic import DEFAULT_PRECISION, check
 from fedrepro.data.partitions.make import test_lists_from
@@ -13,6 +14,7 @@ from fedrepro.data.prepared import Split, load_split
 from fedrepro.data.transforms.batches import MEAN, STD, channel_stats
 from fedrepro.data.transforms.corruptions import COMMON9, CORRUPTIONS, random_corruptions
 from fedrepro.fl.data import DeviceData
+from fedrepro.fl.groups import architectures
 from fedrepro.models.registry import BACKBONES, create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.models.weights import load_weights
@@ -48,6 +50,11 @@ def input_stats(cfg: dict, train_images: torch.Tensor | None = None) -> Stats:
     given = cfg.get("train", {}).get("normalize")
     if given is not None:
         return tuple(given["mean"]), tuple(given["std"])
+    names = cfg["model"].get("client_backbones") or [cfg["model"]["backbone"]]
+    specs = {(s.mean, s.std, s.stats) for s in (BACKBONES.get(n) for n in names) if s}
+    if len(specs) > 1:
+        raise ValueError("model.client_backbones: the backbones normalise their inputs "
+                         "differently; set train.normalize")  # fmt: skip
     spec = BACKBONES.get(cfg["model"]["backbone"])
     if spec is None:
         return MEAN, STD
@@ -128,6 +135,33 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
         model, model_cfg.get("tuning", "full"), **model_cfg.get("tuning_options", {})
     )
     return tuned.to(device)
+
+
+def build_models(
+    model_cfg: dict,
+    num_classes: int,
+    seed: int,
+    weights: Path | dict[str, Path] | None,
+    device,
+    num_clients: int,
+) -> tuple[list[nn.Module], list[int]]:
+    """One model per architecture group of a run (``fedrepro.fl.groups.architectures``),
+    each built as ``build_model`` builds a homogeneous run's, and each client's group.
+    ``weights``: the backbone's file, or with ``model.client_backbones`` a file per backbone
+    name (``{name: path}``; None: random weights)."""
+    names, arch = architectures(model_cfg, num_clients)
+    if len(names) == 1:
+        return [build_model(model_cfg, num_classes, seed, weights, device)], arch
+    if weights is not None and not isinstance(weights, dict):
+        raise ValueError("model.client_backbones: give each backbone's weights ({name: file})")
+    alone = {k: v for k, v in model_cfg.items() if k != "client_backbones"}
+    models = []
+    for name in names:
+        if weights is not None and name not in weights:
+            raise ValueError(f"model.client_backbones: no weights given for {name!r}")
+        file = None if weights is None else weights[name]
+        models.append(build_model({**alone, "backbone": name}, num_classes, seed, file, device))
+    return models, arch
 
 
 SHIFT_CORRUPTIONS = {"common9": COMMON9, "all": CORRUPTIONS}

@@ -23,7 +23,9 @@ from fedrepro.data.transforms.clients import apply_transform
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
-from fedrepro.fl.local import EVAL_BATCH, predict, train_epochs
+from fedrepro.fl.evaluation import class_accuracy, client_local, evaluate, group_accuracy
+from fedrepro.fl.groups import join_shared, listed, split_shared
+from fedrepro.fl.local import train_epochs
 from fedrepro.fl.optim import (
     load_optimizer_state,
     lr_at,
@@ -31,11 +33,15 @@ from fedrepro.fl.optim import (
     optimizer_state,
     param_groups,
 )
-from fedrepro.fl.sampling import derive_seed, sample_clients
+from fedrepro.fl.sampling import derive_seed, sample_clients, seeded_generator
 from fedrepro.fl.tensors import all_finite, named_state, nbytes, put, take
 from fedrepro.fl.timing import NULL_CLOCK
 
 COHORTS = ("all", "collaborative", "new")
+__all__ = [  # evaluation's names stay importable from the engine
+    "COHORTS", "Clients", "RunState", "class_accuracy", "client_local", "evaluate",
+    "group_accuracy", "in_cohort", "run_rounds",
+]  # fmt: skip
 
 
 def in_cohort(client: dict, cohort: str) -> bool:
@@ -51,6 +57,7 @@ class Clients:
     test: list[torch.Tensor]
     transforms: list[Callable | None]
     groups: list[str | None] = field(default_factory=list)  # per client: reported under
+    architecture: list[int] = field(default_factory=list)  # per client: its model (none: 0)
 
     @classmethod
     def from_partition(
@@ -102,6 +109,10 @@ class Clients:
     def __len__(self) -> int:
         return len(self.train)
 
+    def model_of(self) -> list[int]:
+        """Each client's architecture group (``fedrepro.fl.groups``): 0 for all by default."""
+        return self.architecture or [0] * len(self)
+
 
 def _transform(x: torch.Tensor, generator: torch.Generator, spec: dict) -> torch.Tensor:
     return apply_transform(x, spec, generator)
@@ -118,16 +129,10 @@ class RunState:
     optim: dict = field(default_factory=dict)  # client -> optimiser state (optimizer_state)
 
 
-def _generator(device, *parts: int) -> torch.Generator:
-    gen = torch.Generator(device="cpu")
-    gen.manual_seed(derive_seed(*parts))
-    return gen
-
-
 def run_rounds(
     cfg: dict,
-    model: nn.Module,
-    algorithm: Algorithm,
+    model: nn.Module | list[nn.Module],
+    algorithm: Algorithm | list[Algorithm],
     train: DeviceData,
     test: DeviceData,
     clients: Clients,
@@ -138,6 +143,8 @@ def run_rounds(
 ) -> RunState:
     """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists.
 
+    Clients of different models (``fedrepro.fl.groups``): ``model`` and ``algorithm`` are
+    lists, one per architecture group, and ``clients.architecture`` gives each client's.
     A ``fedrepro.fl.timing.PhaseClock`` as ``clock`` adds each round's seconds per phase
     to its history row (``phases``); the default clock times nothing. ``start_local``
     (client -> tensors) gives clients their own starting local tensors (an adaptation of a
@@ -147,18 +154,22 @@ def run_rounds(
     seed = int(cfg["seed"])
     rounds = int(tcfg["rounds"])
     every = int(cfg.get("checkpoint_every", 1))
-    algorithm.configure([len(t) for t in clients.train], tcfg, train, clients.train)
-    algorithm.setup(model, len(clients))
-    if start_local:  # a client's own tensors are its own even where they no longer train
-        present = set(named_state(model)) - set(algorithm.shared)
-        own = {n for v in start_local.values() for n in v if n in present}
-        algorithm.local = sorted(set(algorithm.local) | own)
-    init_local = take(model, algorithm.local)
+    models, algorithms, arch = listed(model), listed(algorithm), clients.model_of()
+    for g, (m, a) in enumerate(zip(models, algorithms, strict=True)):
+        a.configure([len(t) for t in clients.train], tcfg, train, clients.train,
+                    [models[arch[k]] for k in range(len(clients))])  # fmt: skip
+        a.setup(m, len(clients))
+        if start_local:  # a client's own tensors are its own even where they no longer train
+            present = set(named_state(m)) - set(a.shared)
+            own = {n for k, v in start_local.items() if arch[k] == g for n in v if n in present}
+            a.local = sorted(set(a.local) | own)
+    init_local = [take(m, a.local) for m, a in zip(models, algorithms, strict=True)]
     own = {  # complete per client: the model's local tensors, then the client's own ones
-        k: {**init_local, **{n: t for n, t in v.items() if n in init_local}}
+        k: {**init_local[arch[k]], **{n: t for n, t in v.items() if n in init_local[arch[k]]}}
         for k, v in (start_local or {}).items()
     }
-    state = RunState(shared=take(model, algorithm.shared), local=own)
+    shared = [take(m, a.shared) for m, a in zip(models, algorithms, strict=True)]
+    state = RunState(shared=join_shared(shared), local=own)
     saved = load_checkpoint(checkpoint) if checkpoint else None
     if saved is not None:
         state = RunState(
@@ -168,10 +179,11 @@ def run_rounds(
             saved["history"],
             saved.get("optim", {}),
         )
-        algorithm.load_state_dict(saved["algorithm"])
+        load_algorithm_state(algorithms, saved["algorithm"])
         log(f"resumed from round {state.round}")
-    device = next(model.parameters()).device
+    device = next(models[0].parameters()).device
     state.shared = {k: v.to(device) for k, v in state.shared.items()}
+    shared = split_shared(state.shared, len(models))
     keep_optim = tcfg.get("optimizer_state", "fresh") == "client"
     unlabeled = replace(train, images=test.images, labels=torch.full_like(test.labels, -1))
 
@@ -182,18 +194,20 @@ def run_rounds(
         picked = sample_clients(
             len(clients), float(tcfg.get("fraction", 1.0)), r, seed, tcfg.get("replacement", False)
         )
-        down = algorithm.downlink(state.shared, r)
+        down = [a.downlink(s, r) for a, s in zip(algorithms, shared, strict=True)]
         payloads: list[Payload] = []
         down_bytes = 0
         for pos, k in enumerate(picked):
-            received = algorithm.downlink_to(k, down)
+            g = arch[k]
+            model, algorithm = models[g], algorithms[g]  # the client's module and its roles
+            received = algorithm.downlink_to(k, down[g])
             down_bytes += nbytes(received)
-            put(model, state.shared)
-            put(model, client_local(algorithm, state, k, init_local, device))
+            put(model, shared[g])
+            put(model, client_local(algorithm, state, k, init_local[g], device))
             ctx = ClientCtx(
                 k,
                 model,
-                state.shared,
+                shared[g],
                 lr,
                 float(tcfg.get("momentum", 0.0)),
                 len(clients.train[k]),
@@ -213,7 +227,7 @@ def run_rounds(
                 )
             algorithm.client_begin(ctx)
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
-            gen = _generator(device, seed, r, k, pos)
+            gen = seeded_generator(seed, r, k, pos)
             on_test = algorithm.fit_split(r) == "test"
             batch = algorithm.batch_size(r)
             fit = partial(
@@ -225,7 +239,7 @@ def run_rounds(
                 lr,
                 generator=gen,
                 transform=clients.transforms[k],
-                correct_gradients=lambda ctx=ctx: algorithm.correct_gradients(ctx),
+                correct_gradients=partial(algorithm.correct_gradients, ctx),
                 objective=partial(algorithm.objective, ctx),
                 clock=clock,
                 views=algorithm.views(r),
@@ -245,8 +259,13 @@ def run_rounds(
         with clock.phase("aggregate"):
             finite = [p for p in payloads if all_finite(p.all_tensors())]
             keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
-            if keep and algorithm.exchanges():
-                state.shared = algorithm.aggregate(state.shared, keep)
+            for g, a in enumerate(algorithms):  # the exchange crosses models, averages do not
+                mine = [p for p in keep if arch[p.client] == g]
+                if keep and a.exchanges():
+                    a.exchange(keep, r)
+                    if mine:
+                        shared[g] = a.aggregate(shared[g], mine)
+            state.shared = join_shared(shared)
             diverged = len(finite) < len(payloads) or not all_finite(state.shared)
         row = {
             "round": r,
@@ -262,7 +281,7 @@ def run_rounds(
             t_eval = time.perf_counter()
             with clock.phase("evaluate"):
                 row.update(
-                    evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg)
+                    evaluate(models, algorithms, state, test, clients, init_local, seed, r, tcfg)
                 )
             row["eval_seconds"] = time.perf_counter() - t_eval  # metrics.json `seconds`
             # finite weights can still give non-finite outputs (a negative BN running variance
@@ -273,7 +292,7 @@ def run_rounds(
         state.round = r
         if checkpoint and (r % every == 0) and r < rounds:
             with clock.phase("checkpoint"):
-                _save(checkpoint, r, state, algorithm)
+                _save(checkpoint, r, state, algorithms)
             row["seconds"] = time.perf_counter() - t0  # the saved copy has the time before it
         if phases := clock.take():
             row["phases"] = phases
@@ -294,7 +313,7 @@ def _duration(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> None:
+def _save(checkpoint: Path, r: int, state: RunState, algorithms: list[Algorithm]) -> None:
     save_checkpoint(
         checkpoint,
         {
@@ -302,10 +321,26 @@ def _save(checkpoint: Path, r: int, state: RunState, algorithm: Algorithm) -> No
             "shared": {k: v.cpu() for k, v in state.shared.items()},
             "local": state.local,
             "history": state.history,
-            "algorithm": algorithm.state_dict(),
+            "algorithm": algorithm_state(algorithms),
             "optim": state.optim,
         },
     )
+
+
+def algorithm_state(algorithms: list[Algorithm]) -> dict:
+    """What a checkpoint keeps of the algorithms: one's state dict, or one per group."""
+    if len(algorithms) == 1:
+        return algorithms[0].state_dict()
+    return {"groups": [a.state_dict() for a in algorithms]}
+
+
+def load_algorithm_state(algorithms: list[Algorithm], saved: dict) -> None:
+    """Restore what ``algorithm_state`` kept."""
+    if len(algorithms) == 1:
+        algorithms[0].load_state_dict(saved)
+        return
+    for a, part in zip(algorithms, saved["groups"], strict=True):
+        a.load_state_dict(part)
 
 
 def client_optimizer(model: nn.Module, tcfg: dict, r: int, lr: float, saved: list | None):
@@ -331,97 +366,3 @@ def trainable_only(model: nn.Module, keys: set[str]):
     finally:
         for p in frozen:
             p.requires_grad_(True)
-
-
-def client_local(algorithm: Algorithm, state: RunState, k: int, init_local: dict, device) -> dict:
-    """Client ``k``'s local tensors: its own once it has trained, else the algorithm's initial
-    ones for it (the model's, or per client as FedPCE's one-hot embeddings)."""
-    local = state.local[k] if k in state.local else algorithm.initial_local(k, init_local)
-    return {n: t.to(device) for n, t in local.items()}
-
-
-def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
-    """Per-client test accuracy; one pass for a shared model without client transforms.
-    ``tcfg`` (the run's ``train`` block) sets the evaluation batch and precision."""
-    opts = {
-        "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
-        "precision": tcfg.get("precision", "fp32"),
-        "cache_query": bool(tcfg.get("cache_query", True)),
-    }
-    device = next(model.parameters()).device
-    put(model, state.shared)
-    per_client = []
-    if not algorithm.personalized and not any(clients.transforms):
-        everything = torch.arange(len(test.labels), device=device)
-        correct, losses = predict(model, test, everything, **opts)
-        for idx in clients.test:
-            per_client.append((correct[idx], losses[idx]))
-    else:
-        for k, idx in enumerate(clients.test):
-            if algorithm.personalized:
-                put(model, client_local(algorithm, state, k, init_local, device))
-            gen = _generator(device, seed, r, k, 0xE7A1)
-            per_client.append(
-                predict(
-                    algorithm.predictor(model, k, gen),
-                    test,
-                    idx,
-                    gen,
-                    clients.transforms[k],
-                    **opts,
-                )
-            )
-    n = sum(len(c) for c, _ in per_client)
-    hits = sum(float(c.sum()) for c, _ in per_client)
-    loss = sum(float(losses.sum()) for _, losses in per_client)
-    accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
-    row = {
-        "acc": 100.0 * hits / max(n, 1),
-        "acc_mean": sum(accs) / max(len(accs), 1),
-        "loss": loss / max(n, 1),
-        "acc_per_client": accs,
-        "acc_per_class": class_accuracy([c for c, _ in per_client], clients.test, test.labels),
-    }
-    if any(g is not None for g in clients.groups):
-        correct = [c for c, _ in per_client]
-        row["acc_per_group"] = group_accuracy(correct, clients.groups)
-        row["acc_per_group_mean"] = group_accuracy(correct, clients.groups, pooled=False)
-    return row
-
-
-def class_accuracy(
-    correct: list[torch.Tensor], test_idx: list[torch.Tensor], labels: torch.Tensor
-) -> dict[str, float]:
-    """Per class some client is tested on (keyed by the class index, in order), the mean over
-    those clients of each one's accuracy on its test images of that class (FedHPL Fig. 5)."""
-    num_classes = int(labels.max()) + 1 if len(labels) else 0
-    rows = []
-    for c, idx in zip(correct, test_idx, strict=True):
-        y = labels[idx]
-        seen = torch.bincount(y, minlength=num_classes).double()
-        hits = torch.bincount(y, weights=c.double(), minlength=num_classes)
-        rows.append(torch.where(seen > 0, 100.0 * hits / seen.clamp(min=1), torch.nan))
-    if not rows:
-        return {}
-    mean = torch.stack(rows).nanmean(0).tolist()
-    return {str(k): v for k, v in enumerate(mean) if not math.isnan(v)}
-
-
-def group_accuracy(
-    correct: list[torch.Tensor], groups: list[str | None], pooled: bool = True
-) -> dict[str, float]:
-    """Accuracy per group of clients (FedPCE's Table 2: per degradation): pooled over the
-    group's test images, or (``pooled`` False) the mean over its clients of each one's
-    accuracy, as Table 2's caption says (a client without test images counts in neither)."""
-    hits: dict[str, list[float]] = {}
-    total: dict[str, list[int]] = {}
-    for c, g in zip(correct, groups, strict=True):
-        if g is not None and len(c):
-            hits.setdefault(g, []).append(float(c.sum()))
-            total.setdefault(g, []).append(len(c))
-    if pooled:
-        return {g: 100.0 * sum(hits[g]) / sum(total[g]) for g in hits}
-    return {
-        g: sum(100.0 * h / n for h, n in zip(hits[g], total[g], strict=True)) / len(hits[g])
-        for g in hits
-    }

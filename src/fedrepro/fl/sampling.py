@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 def derive_seed(*parts: int) -> int:
     """A 63-bit seed from (run seed, round, client, ...): resumable and order-free."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, np.uint64)[0] >> 1)
+
+
+def seeded_generator(*parts: int) -> torch.Generator:
+    """A CPU generator seeded by ``derive_seed(*parts)`` (a client's draws in a round)."""
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(derive_seed(*parts))
+    return gen
 
 
 def sample_clients(

@@ -84,6 +84,11 @@ def prepare_adapt(
     run_cfg = json.loads((run_dir / "config.json").read_text())
     method = adapt_method(adapt)
     cfg = method.run_config(run_cfg, adapt)
+    if run_cfg["model"].get("client_backbones"):
+        raise ValueError(
+            f"adapt ({method.name}): run {run_dir.name} has clients of different models "
+            "(model.client_backbones); adapting them is not built yet"
+        )
     saved = load_file(run_dir / "state.safetensors")
     if method.start == "global" and any(not k.startswith("global.") for k in saved):
         raise ValueError(

@@ -24,7 +24,7 @@ from fedrepro.atomic import atomic_write, save_tensors, write_json
 from fedrepro.data.transforms.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
-    build_model,
+    build_models,
     load_train_test,
     pick_device,
     pooled,
@@ -151,8 +151,8 @@ class Job:
     """A run's model, algorithm, data and clients on the device, ready for the engine."""
 
     cfg: dict
-    model: torch.nn.Module
-    algorithm: Algorithm
+    model: torch.nn.Module | list[torch.nn.Module]  # a list: one per architecture group
+    algorithm: Algorithm | list[Algorithm]  # ... and each group's algorithm
     train: DeviceData
     test: DeviceData
     clients: Clients
@@ -189,16 +189,22 @@ def load_job(
         test, part = shifted_test(
             cfg["test_shift"], int(cfg["seed"]), test, part, train.labels, data_dir
         )
-    model = build_model(cfg["model"], len(train_split.classes), cfg["seed"], backbone, dev)
-    algorithm = make_algorithm(cfg["algorithm"])
-    algorithm.prepare_model(model)
     num_train, num_test = len(train.labels), len(test.labels)
-    if cfg.get("cv") is not None:
-        train, test = pooled(train, test)  # folds cut each client's pooled images
     clients = Clients.from_partition(
         part, num_test, dev, cfg.get("cohort", "all"), cfg.get("cv"), num_train, cfg.get("images")
     )
-    return Job(cfg, model, algorithm, train, test, clients, dev)
+    classes, seed = len(train_split.classes), cfg["seed"]
+    models, clients.architecture = build_models(
+        cfg["model"], classes, seed, backbone, dev, len(clients)
+    )
+    algorithms = [make_algorithm(cfg["algorithm"]) for _ in models]
+    for m, a in zip(models, algorithms, strict=True):
+        a.prepare_model(m)
+    if cfg.get("cv") is not None:
+        train, test = pooled(train, test)  # folds cut each client's pooled images
+    if len(models) == 1:
+        return Job(cfg, models[0], algorithms[0], train, test, clients, dev)
+    return Job(cfg, models, algorithms, train, test, clients, dev)
 
 
 def write_results(
@@ -209,7 +215,7 @@ def write_results(
     seconds before round 1; the run's seconds end after the summaries are computed."""
     clustering = local_clustering(state.local, job.clients.groups)
     seconds = time.perf_counter() - started
-    metrics = summarize(job.cfg, job.model, job.algorithm, state, seconds)
+    metrics = summarize(job.cfg, job.model, job.algorithm, state, seconds, job.clients)
     rounds = sum(r["seconds"] for r in state.history)
     evaluate = sum(r.get("eval_seconds", 0.0) for r in state.history)
     metrics["seconds"] = {  # where the time went (bench budget); a resumed run adds its parts
@@ -256,14 +262,18 @@ def history_csv(state: RunState) -> str:
     return buf.getvalue()
 
 
-def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> dict:
-    """The run's headline numbers, structural counts included (computed, never typed in)."""
+def summarize(
+    cfg: dict, model, algorithm, state: RunState, seconds: float, clients: Clients | None = None
+) -> dict:
+    """The run's headline numbers, structural counts included (computed, never typed in).
+    Clients of different models (``model`` and ``algorithm`` lists, one per group): the
+    parameter counts are summed over ``clients``, each on its own model (FedHPL Table 2)."""
     rows = state.history
     evaluated = [r for r in rows if "acc" in r]
     last = evaluated[-1]
     best = max(evaluated, key=lambda r: r["acc"])
-    named = dict(model.named_parameters())
     shared_numel = sum(t.numel() for t in state.shared.values())
+    counts = parameter_counts(model, algorithm, clients)
     up = sum(r["up_bytes"] for r in rows)
     down = sum(r["down_bytes"] for r in rows)
     participations = sum(r["clients"] for r in rows) or 1
@@ -288,10 +298,10 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         "diverged": any(r["diverged"] for r in rows),
         "diverged_rounds": [r["round"] for r in rows if r["diverged"]],
         "params": {
-            "total": sum(p.numel() for p in named.values()),
-            "trainable": sum(named[k].numel() for k in algorithm.trainable),
+            "total": counts["total"],
+            "trainable": counts["trainable"],
             "communicated": shared_numel,
-            "new_at_inference": new_at_inference(model),
+            "new_at_inference": counts["new_at_inference"],
         },
         "comm": {
             "up_bytes_per_client_round": up / participations,
@@ -303,3 +313,17 @@ def summarize(cfg: dict, model, algorithm, state: RunState, seconds: float) -> d
         },
         "wall_seconds": seconds,
     }
+
+
+def parameter_counts(model, algorithm, clients: Clients | None = None) -> dict[str, int]:
+    """``total``, ``trainable`` and ``new_at_inference`` scalars of the run's model, or (lists,
+    one per architecture group) summed over its clients, each on its own group's model."""
+    if not isinstance(model, list):
+        named = dict(model.named_parameters())
+        return {
+            "total": sum(p.numel() for p in named.values()),
+            "trainable": sum(named[k].numel() for k in algorithm.trainable),
+            "new_at_inference": new_at_inference(model),
+        }
+    each = [parameter_counts(model[g], algorithm[g]) for g in clients.model_of()]
+    return {q: sum(c[q] for c in each) for q in ("total", "trainable", "new_at_inference")}

@@ -1,0 +1,115 @@
+"""Evaluation of a run's clients, each on its own model (``fedrepro.fl.engine`` calls it)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from fedrepro.fl.algorithm import Algorithm
+from fedrepro.fl.groups import listed, split_shared
+from fedrepro.fl.local import EVAL_BATCH, predict
+from fedrepro.fl.sampling import seeded_generator
+from fedrepro.fl.tensors import put
+
+__all__ = ["class_accuracy", "client_local", "evaluate", "group_accuracy"]
+
+
+def client_local(algorithm: Algorithm, state, k: int, init_local: dict, device) -> dict:
+    """Client ``k``'s local tensors: its own once it has trained, else the algorithm's initial
+    ones for it (the model's, or per client as FedPCE's one-hot embeddings)."""
+    local = state.local[k] if k in state.local else algorithm.initial_local(k, init_local)
+    return {n: t.to(device) for n, t in local.items()}
+
+
+def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
+    """Per-client test accuracy, every client on its own model: one pass per model shared by
+    its clients where they keep no local tensors and have no transforms. Clients of different
+    models (``fedrepro.fl.groups``): ``model``, ``algorithm`` and ``init_local`` are lists,
+    one per group. ``tcfg`` (the run's ``train`` block) sets the evaluation batch and
+    precision."""
+    opts = {
+        "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
+        "precision": tcfg.get("precision", "fp32"),
+        "cache_query": bool(tcfg.get("cache_query", True)),
+    }
+    models, algorithms, inits = listed(model), listed(algorithm), listed(init_local)
+    device = next(models[0].parameters()).device
+    arch = clients.model_of()
+    per_client: list = [None] * len(clients.test)
+    for g, shared in enumerate(split_shared(state.shared, len(models))):
+        model, algorithm = models[g], algorithms[g]
+        members = [k for k in range(len(clients.test)) if arch[k] == g]
+        put(model, shared)
+        if not algorithm.personalized and not any(clients.transforms[k] for k in members):
+            everything = torch.arange(len(test.labels), device=device)
+            correct, losses = predict(model, test, everything, **opts)
+            for k in members:
+                per_client[k] = (correct[clients.test[k]], losses[clients.test[k]])
+            continue
+        for k in members:
+            if algorithm.personalized:
+                put(model, client_local(algorithm, state, k, inits[g], device))
+            gen = seeded_generator(seed, r, k, 0xE7A1)
+            per_client[k] = predict(
+                algorithm.predictor(model, k, gen),
+                test,
+                clients.test[k],
+                gen,
+                clients.transforms[k],
+                **opts,
+            )
+    n = sum(len(c) for c, _ in per_client)
+    hits = sum(float(c.sum()) for c, _ in per_client)
+    loss = sum(float(losses.sum()) for _, losses in per_client)
+    accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
+    row = {
+        "acc": 100.0 * hits / max(n, 1),
+        "acc_mean": sum(accs) / max(len(accs), 1),
+        "loss": loss / max(n, 1),
+        "acc_per_client": accs,
+        "acc_per_class": class_accuracy([c for c, _ in per_client], clients.test, test.labels),
+    }
+    if any(g is not None for g in clients.groups):
+        correct = [c for c, _ in per_client]
+        row["acc_per_group"] = group_accuracy(correct, clients.groups)
+        row["acc_per_group_mean"] = group_accuracy(correct, clients.groups, pooled=False)
+    return row
+
+
+def class_accuracy(
+    correct: list[torch.Tensor], test_idx: list[torch.Tensor], labels: torch.Tensor
+) -> dict[str, float]:
+    """Per class some client is tested on (keyed by the class index, in order), the mean over
+    those clients of each one's accuracy on its test images of that class (FedHPL Fig. 5)."""
+    num_classes = int(labels.max()) + 1 if len(labels) else 0
+    rows = []
+    for c, idx in zip(correct, test_idx, strict=True):
+        y = labels[idx]
+        seen = torch.bincount(y, minlength=num_classes).double()
+        hits = torch.bincount(y, weights=c.double(), minlength=num_classes)
+        rows.append(torch.where(seen > 0, 100.0 * hits / seen.clamp(min=1), torch.nan))
+    if not rows:
+        return {}
+    mean = torch.stack(rows).nanmean(0).tolist()
+    return {str(k): v for k, v in enumerate(mean) if not math.isnan(v)}
+
+
+def group_accuracy(
+    correct: list[torch.Tensor], groups: list[str | None], pooled: bool = True
+) -> dict[str, float]:
+    """Accuracy per group of clients (FedPCE's Table 2: per degradation): pooled over the
+    group's test images, or (``pooled`` False) the mean over its clients of each one's
+    accuracy, as Table 2's caption says (a client without test images counts in neither)."""
+    hits: dict[str, list[float]] = {}
+    total: dict[str, list[int]] = {}
+    for c, g in zip(correct, groups, strict=True):
+        if g is not None and len(c):
+            hits.setdefault(g, []).append(float(c.sum()))
+            total.setdefault(g, []).append(len(c))
+    if pooled:
+        return {g: 100.0 * sum(hits[g]) / sum(total[g]) for g in hits}
+    return {
+        g: sum(100.0 * h / n for h, n in zip(hits[g], total[g], strict=True)) / len(hits[g])
+        for g in hits
+    }
