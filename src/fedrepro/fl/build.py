@@ -154,14 +154,15 @@ def build_models(
         return [build_model(model_cfg, num_classes, seed, weights, device)], arch
     if weights is not None and not isinstance(weights, dict):
         raise ValueError("model.client_backbones: give each backbone's weights ({name: file})")
+    missing = [n for n in names if weights is not None and n not in weights]
+    if missing:
+        raise ValueError(f"model.client_backbones: no weights given for {missing[0]!r}")
     alone = {k: v for k, v in model_cfg.items() if k != "client_backbones"}
-    models = []
-    for name in names:
-        if weights is not None and name not in weights:
-            raise ValueError(f"model.client_backbones: no weights given for {name!r}")
-        file = None if weights is None else weights[name]
-        models.append(build_model({**alone, "backbone": name}, num_classes, seed, file, device))
-    return models, arch
+    files = weights or {}
+    return [
+        build_model({**alone, "backbone": n}, num_classes, seed, files.get(n), device)
+        for n in names
+    ], arch
 
 
 SHIFT_CORRUPTIONS = {"common9": COMMON9, "all": CORRUPTIONS}
