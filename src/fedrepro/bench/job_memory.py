@@ -14,7 +14,7 @@ import torch
 
 from fedrepro.fl.build import build_model
 
-__all__ = ["activation_mb", "step_memory_mb"]
+__all__ = ["activation_mb", "federation_memory_mb", "step_memory_mb"]
 
 MB = 1e6
 
@@ -63,3 +63,28 @@ def step_memory_mb(run: dict, num_classes: int) -> dict[str, float]:
         "activations": activation_mb(run["model"], num_classes, int(train["batch_size"]), model),
     }
     return {**out, "total": sum(out.values())}
+
+
+def federation_memory_mb(run: dict, num_classes: int) -> dict[str, float]:
+    """A training job whose clients hold different models (``model.client_backbones``) on the
+    device, as the engine holds it (``fedrepro.fl.groups``): ``weights`` of one module per
+    distinct backbone, ``clients`` the trainable tensors every client keeps between its turns
+    (its own copy of its model's trainable set), and the ``gradients``, ``optimizer`` and
+    ``activations`` of the largest step (one client trains at a time; its optimiser is its
+    own for the round); their ``total``. ``copies``, for comparison, is what a module,
+    gradients and optimiser state per client held at once would take (with the largest
+    step's activations). A run of one backbone counts that one for every client."""
+    names = run["model"].get("client_backbones") or [run["model"]["backbone"]]
+    alone = {k: v for k, v in run["model"].items() if k != "client_backbones"}
+    steps = {n: step_memory_mb({**run, "model": {**alone, "backbone": n}}, num_classes)
+             for n in dict.fromkeys(names)}  # fmt: skip
+    largest = max(steps.values(), key=lambda s: s["gradients"] + s["optimizer"] + s["activations"])
+    out = {
+        "weights": sum(s["weights"] for s in steps.values()),
+        "clients": sum(steps[n]["gradients"] for n in names),  # a trainable set a client
+        "gradients": largest["gradients"],
+        "optimizer": largest["optimizer"],
+        "activations": largest["activations"],
+    }
+    held = sum(steps[n]["weights"] + steps[n]["gradients"] + steps[n]["optimizer"] for n in names)
+    return {**out, "total": sum(out.values()), "copies": held + largest["activations"]}
