@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.fl.build import build_models
+from fedrepro.fl.build import build_models, input_stats
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.groups import architectures, join_shared, split_shared
@@ -149,3 +149,14 @@ def test_client_backbones_are_checked_against_the_clients():
     with pytest.raises(ValueError, match="no weights given for 'vit_pfedpt_mini'"):
         build_models(MODEL, C, 0, {WIDE: "w.safetensors"}, "cpu", 4)
     assert architectures(MODEL, 4) == ([WIDE, NARROW], [0, 1, 0, 1])
+
+
+def test_client_backbones_must_normalise_their_inputs_alike():
+    """One copy of the data on the device feeds every model: backbones whose weights expect
+    other input statistics are refused unless the run sets its own."""
+    mixed = {"model": {"backbone": WIDE, "client_backbones": [WIDE, "resnet18.tv_in1k"]}}
+    with pytest.raises(ValueError, match="normalise their inputs differently"):
+        input_stats(mixed)
+    given = {"mean": [0.1, 0.2, 0.3], "std": [1, 1, 1]}
+    assert input_stats({**mixed, "train": {"normalize": given}}) == ((0.1, 0.2, 0.3), (1, 1, 1))
+    assert input_stats({"model": MODEL}) == input_stats({"model": {"backbone": WIDE}})
