@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from fedrepro.algorithms import make_algorithm
+from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import build_models, input_stats
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds
@@ -68,8 +69,8 @@ def test_fedhpl_across_two_widths_trains_with_one_module_per_width():
         assert set(state.local[k]) <= trainable  # no frozen tensor is copied per client
     assert all(r["acc"] == r["acc"] and not r["diverged"] for r in state.history)
     assert len(state.history[-1]["acc_per_client"]) == 4
-    # every group's algorithm holds the same exchange (every client's global logits)
-    assert torch.equal(algorithms[0].global_logits, algorithms[1].global_logits)
+    # the first width's algorithm exchanged; the other holds the same global logits
+    assert algorithms[1].global_logits is algorithms[0].global_logits
 
 
 def test_only_the_declared_payload_crosses_between_clients_and_its_bytes_are_counted():
@@ -160,3 +161,23 @@ def test_client_backbones_must_normalise_their_inputs_alike():
     given = {"mean": [0.1, 0.2, 0.3], "std": [1, 1, 1]}
     assert input_stats({**mixed, "train": {"normalize": given}}) == ((0.1, 0.2, 0.3), (1, 1, 1))
     assert input_stats({"model": MODEL}) == input_stats({"model": {"backbone": WIDE}})
+
+
+class Guess(Algorithm):
+    """Exchanges something across models without saying what it keeps."""
+
+    name = "guess"
+
+    def exchange(self, payloads, r):
+        self.seen = len(payloads)
+
+
+def test_an_exchange_that_does_not_say_what_it_keeps_cannot_cross_models():
+    data, idx = _problem()
+    models, arch = build_models(MODEL, C, 0, None, "cpu", len(idx))
+    clients = Clients(idx, idx, [None] * len(idx), architecture=arch)
+    with pytest.raises(ValueError, match="algorithm guess: exchanges without an exchange_state"):
+        run_rounds(train_cfg(rounds=1), models, [Guess(), Guess()], data, data, clients)
+    one = [k for k in range(4) if arch[k] == 0]
+    alone = Clients([idx[k] for k in one], [idx[k] for k in one], [None] * len(one))
+    run_rounds(train_cfg(rounds=1), models[0], Guess(), data, data, alone, log=lambda _: None)

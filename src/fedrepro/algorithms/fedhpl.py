@@ -173,3 +173,10 @@ class FedHPL(Algorithm):
 
     def load_state_dict(self, state: dict) -> None:
         self.global_logits = state.get("global_logits")
+
+    def exchange_state(self) -> dict:
+        """All of FedHPL's server state crosses models: every client's global logits."""
+        return self.state_dict()
+
+    def load_exchange_state(self, state: dict) -> None:
+        self.load_state_dict(state)

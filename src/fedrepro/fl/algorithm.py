@@ -183,8 +183,16 @@ class Algorithm:
     def exchange(self, payloads: list[Payload], r: int) -> None:
         """The server's work on every kept payload of round ``r`` whatever the client's model,
         before ``aggregate`` (FedHPL's per-class logits); nothing for FedAvg. In a run of
-        several models each model's algorithm runs it on the same payloads, so every one holds
-        the same server state: it must draw from nothing but ``payloads`` and ``r``."""
+        several models the first model's algorithm runs it, and every other one takes its
+        ``exchange_state``."""
+
+    def exchange_state(self) -> dict:
+        """What ``exchange`` keeps for the clients of every model (FedHPL's global logits):
+        an algorithm that exchanges across models says what it is."""
+        return {}
+
+    def load_exchange_state(self, state: dict) -> None:
+        """Take another model's algorithm's ``exchange_state`` (the same objects, no copy)."""
 
     def exchanges(self) -> bool:
         """Whether the server works each round (``exchange``, then ``aggregate``): parameter

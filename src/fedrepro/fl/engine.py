@@ -24,7 +24,7 @@ from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.checkpoint import load_checkpoint, save_checkpoint
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.evaluation import class_accuracy, client_local, evaluate, group_accuracy
-from fedrepro.fl.groups import join_shared, listed, split_shared
+from fedrepro.fl.groups import join_shared, listed, share_exchange, split_shared
 from fedrepro.fl.local import train_epochs
 from fedrepro.fl.optim import (
     load_optimizer_state,
@@ -163,6 +163,7 @@ def run_rounds(
             present = set(named_state(m)) - set(a.shared)
             own = {n for k, v in start_local.items() if arch[k] == g for n in v if n in present}
             a.local = sorted(set(a.local) | own)
+    share_exchange(algorithms)  # one server state from the start (a server's initial head)
     init_local = [take(m, a.local) for m, a in zip(models, algorithms, strict=True)]
     own = {  # complete per client: the model's local tensors, then the client's own ones
         k: {**init_local[arch[k]], **{n: t for n, t in v.items() if n in init_local[arch[k]]}}
@@ -180,6 +181,7 @@ def run_rounds(
             saved.get("optim", {}),
         )
         load_algorithm_state(algorithms, saved["algorithm"])
+        share_exchange(algorithms)
         log(f"resumed from round {state.round}")
     device = next(models[0].parameters()).device
     state.shared = {k: v.to(device) for k, v in state.shared.items()}
@@ -259,12 +261,13 @@ def run_rounds(
         with clock.phase("aggregate"):
             finite = [p for p in payloads if all_finite(p.all_tensors())]
             keep = finite if cfg.get("nonfinite", "exclude") == "exclude" else payloads
-            for g, a in enumerate(algorithms):  # the exchange crosses models, averages do not
+            if keep and algorithms[0].exchanges():  # the exchange crosses models ...
+                algorithms[0].exchange(keep, r)
+                share_exchange(algorithms)
+            for g, a in enumerate(algorithms):  # ... each model averages its own clients
                 mine = [p for p in keep if arch[p.client] == g]
-                if keep and a.exchanges():
-                    a.exchange(keep, r)
-                    if mine:
-                        shared[g] = a.aggregate(shared[g], mine)
+                if mine and a.exchanges():
+                    shared[g] = a.aggregate(shared[g], mine)
             state.shared = join_shared(shared)
             diverged = len(finite) < len(payloads) or not all_finite(state.shared)
         row = {

@@ -6,8 +6,8 @@ has one module, whose frozen weights are held once, and its own algorithm object
 that module: the tensor roles, the parameter aggregation and any per-model state are the
 group's, and each client's trainable tensors are swapped into its group's module as the engine
 swaps them into the one module of a homogeneous run. The server state that crosses models
-(FedHPL's global logits) comes from ``Algorithm.exchange``, which every group runs on the same
-payloads.
+(FedHPL's global logits) comes from ``Algorithm.exchange``, which the first group's algorithm
+runs on every client's payload; the others take its ``exchange_state`` (``share_exchange``).
 
 The shared tensors of several groups live in one flat dict (a checkpoint's and a run's
 ``state.safetensors`` layout), group ``g``'s names prefixed with ``model<g>.``; a run of one
@@ -20,9 +20,11 @@ from typing import TypeVar
 
 import torch
 
+from fedrepro.fl.algorithm import Algorithm
+
 T = TypeVar("T")
 
-__all__ = ["architectures", "join_shared", "listed", "split_shared"]
+__all__ = ["architectures", "join_shared", "listed", "share_exchange", "split_shared"]
 
 
 def listed(x: T | list[T]) -> list[T]:
@@ -67,3 +69,21 @@ def join_shared(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]
     if len(parts) == 1:
         return parts[0]
     return {f"{_prefix(g)}{k}": v for g, part in enumerate(parts) for k, v in part.items()}
+
+
+def share_exchange(algorithms: list[Algorithm]) -> None:
+    """Every group's algorithm takes the first one's ``exchange_state`` (after set-up, a
+    resume and each exchange). An algorithm that exchanges without saying what it keeps
+    cannot run across models."""
+    lead, *others = algorithms
+    if not others:
+        return
+    own = type(lead)
+    if own.exchange is not Algorithm.exchange and own.exchange_state is Algorithm.exchange_state:
+        raise ValueError(
+            f"algorithm {lead.name}: exchanges without an exchange_state, so it cannot run "
+            "clients of different models (model.client_backbones)"
+        )
+    state = lead.exchange_state()
+    for a in others:
+        a.load_exchange_state(state)
