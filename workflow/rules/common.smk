@@ -136,7 +136,11 @@ def run_inputs(run):
     files = split_files(run["dataset"]) | shift_inputs(run.get("test_shift"))
     files["partition"] = partition_file(run)
     if run["model"].get("pretrained", True):
-        files["backbone"] = backbone_file(run["model"]["backbone"])
+        names = dict.fromkeys(run["model"].get("client_backbones") or [])
+        many = len(names) > 1  # clients of different models: a file per backbone
+        files["backbone"] = (
+            [backbone_file(n) for n in names] if many else backbone_file(run["model"]["backbone"])
+        )
     return files
 
 

@@ -557,11 +557,15 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     run["data"] = _data_of(scale_cfg, dataset)
     _register_shift(plan, run.get("test_shift"), scale_cfg)
     backbone = run["model"]["backbone"]
+    names = _client_backbones(run, clients, where)
     mapping = scale_cfg.get("backbones", {})
     if plan.scale == "mini":
-        if backbone not in mapping:
-            raise ConfigError(f"scales.mini.backbones: no tiny sibling for {backbone!r}")
+        for name in (backbone, *names):
+            if name not in mapping:
+                raise ConfigError(f"scales.mini.backbones: no tiny sibling for {name!r}")
         run["model"]["backbone"] = backbone = mapping[backbone]
+        if names:
+            run["model"]["client_backbones"] = names = [mapping[n] for n in names]
     part = {"seed": seed, **run["partition"]}
     pid_body = {"dataset": dataset, "data": run["data"], "partition": part}
     pseed = part["seed"]
@@ -572,15 +576,28 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
         plan.paper_clients[run_id(run)] = clients
     plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": pseed})
     plan.datasets.setdefault(dataset, run["data"])
-    if run["model"].get("pretrained", True):
+    for name in dict.fromkeys([backbone, *names]) if run["model"].get("pretrained", True) else ():
         pre = dict(scale_cfg.get("pretrain", {}))
-        pre.update(pre.pop("per_backbone", {}).get(backbone, {}))
-        plan.backbones.setdefault(backbone, {"mode": "pretrain" if pre else "fetch", **pre})
+        pre.update(pre.pop("per_backbone", {}).get(name, {}))
+        plan.backbones.setdefault(name, {"mode": "pretrain" if pre else "fetch", **pre})
         if pre:
             plan.datasets.setdefault(pre["dataset"], pre.get("data", run["data"]))
-            probed = plan.probes.setdefault(backbone, [])
+            probed = plan.probes.setdefault(name, [])
             probed[:] = sorted({*probed, dataset})
     return run
+
+
+def _client_backbones(run: dict, clients: int, where: str) -> list[str]:
+    """A run's ``model.client_backbones`` (clients of different models; none: []), checked
+    against its clients and its ``model.backbone``."""
+    names = run["model"].get("client_backbones") or []
+    if names and run.get("cohort", "all") == "all" and len(names) != clients:
+        raise ConfigError(
+            f"{where}: model.client_backbones names {len(names)} backbones for {clients} clients"
+        )
+    if names and run["model"]["backbone"] not in names:
+        raise ConfigError(f"{where}: model.backbone is none of model.client_backbones")
+    return list(names)
 
 
 def _data_of(scale_cfg: dict, dataset: str) -> dict:

@@ -1,0 +1,54 @@
+"""A run whose clients hold different models (``model.client_backbones``, issue 34) in the
+plan: each client's backbone goes to its tiny sibling at mini scale, every backbone is fetched
+or pretrained, and a list that does not fit the clients is refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedrepro.experiments.config import ConfigError
+from fedrepro.experiments.plan import build_plan
+from fedrepro.jobs.cli import job_files, job_parser
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
+
+
+def _plan(tmp: Path, backbones: list[str]):
+    doc = yaml.safe_load((REPO / "config/experiments/fedhpl.yaml").read_text())
+    doc["axes"]["method"]["FedHPL"]["model"]["client_backbones"] = backbones
+    (tmp / "config" / "experiments").mkdir(parents=True, exist_ok=True)
+    (tmp / "config/experiments/fedhpl.yaml").write_text(yaml.safe_dump(doc))
+    return build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp)
+
+
+def test_each_clients_backbone_maps_to_its_sibling_and_is_pretrained(tmp_path):
+    plan = _plan(tmp_path, [B, "vit_pfedpt", B, "vit_pfedpt", B])
+    mixed = [r for r in plan.runs.values() if r["model"].get("client_backbones")]
+    assert mixed and all(r["algorithm"]["name"] == "fedhpl" for r in mixed)
+    tiny = ["vit_tiny_mini", "vit_pfedpt_mini"]
+    assert {tuple(r["model"]["client_backbones"]) for r in mixed} == {tuple(tiny * 2 + tiny[:1])}
+    assert set(tiny) <= set(plan.backbones)
+
+
+def test_client_backbones_that_do_not_fit_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="model.client_backbones names 2 backbones for 5 clients"):
+        _plan(tmp_path, [B, "vit_pfedpt"])
+    with pytest.raises(ConfigError, match="no tiny sibling for 'vit_large_patch16_224"):
+        _plan(tmp_path, [B, B, "vit_large_patch16_224.augreg_in21k_ft_in1k", B, B])
+    with pytest.raises(ConfigError, match="model.backbone is none of model.client_backbones"):
+        _plan(tmp_path, ["vit_pfedpt"] * 5)
+
+
+def test_a_job_takes_one_weights_file_or_one_per_backbone():
+    p = job_parser("")
+    one = job_files(p.parse_args(["--data-dir", "d", "--backbone", "a/x.safetensors"]))
+    assert one["backbone"] == Path("a/x.safetensors")
+    two = ["--data-dir", "d", "--backbone", "a/vit_s.x.safetensors", "a/vit_b.safetensors"]
+    assert job_files(p.parse_args(two))["backbone"] == {
+        "vit_s.x": Path("a/vit_s.x.safetensors"), "vit_b": Path("a/vit_b.safetensors")}  # fmt: skip
+    assert job_files(p.parse_args(["--data-dir", "d"]))["backbone"] is None
