@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from safetensors.torch import load_file
+import torch
+from safetensors.torch import load_file, save_file
 
 from fedrepro.jobs.adapt import adapt_run
+from fedrepro.jobs.cli import job_files, job_parser
 from fedrepro.jobs.train import load_job, train_run
+from fedrepro.models.registry import create_backbone
 from tests.job_helpers import toy_job
 
 WIDE, NARROW = "vit_tiny_mini", "vit_pfedpt_mini"
@@ -54,3 +57,24 @@ def test_weights_go_to_each_backbone_and_adapting_such_a_run_is_refused(tmp_path
     with pytest.raises(ValueError, match="clients of different models"):
         adapt_run({"method": "finetune"}, tmp_path / "run", tmp_path / "data",
                   tmp_path / "part.json", tmp_path / "adapt", device="cpu")  # fmt: skip
+
+
+def test_each_module_loads_its_own_backbones_weights_from_the_jobs_files(tmp_path):
+    """The train script's --backbone files (one per backbone, named by it) reach the module
+    of that backbone; its frozen weights are the file's."""
+    cfg = _job(tmp_path)
+    files = []
+    for name in (WIDE, NARROW):
+        torch.manual_seed(7)
+        raw = create_backbone(name, num_classes=4, img_size=16)
+        save_file(raw.state_dict(), tmp_path / f"{name}.safetensors")
+        files.append(str(tmp_path / f"{name}.safetensors"))
+    args = job_parser("").parse_args(["--data-dir", str(tmp_path / "data"), "--backbone", *files])
+    where = job_files(args)
+    job = load_job(cfg, where["data_dir"], tmp_path / "part.json", where["backbone"], "cpu", 1)
+    for module, file in zip(job.model, files, strict=True):
+        saved = load_file(file)
+        block = "vit.blocks.0.attn.qkv.weight"
+        assert torch.equal(
+            dict(module.named_parameters())[block], saved[block.removeprefix("vit.")]
+        )
