@@ -15,7 +15,8 @@ from fedrepro.fl.build import build_models, input_stats
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.groups import architectures, join_shared, split_shared
-from fedrepro.fl.tensors import nbytes
+from fedrepro.fl.local import predict
+from fedrepro.fl.tensors import nbytes, put
 from tests.fl_helpers import Killed, spy_client_end, train_cfg, untimed
 
 C = 4
@@ -181,3 +182,21 @@ def test_an_exchange_that_does_not_say_what_it_keeps_cannot_cross_models():
     one = [k for k in range(4) if arch[k] == 0]
     alone = Clients([idx[k] for k in one], [idx[k] for k in one], [None] * len(one))
     run_rounds(train_cfg(rounds=1), models[0], Guess(), data, data, alone, log=lambda _: None)
+
+
+def test_fedavg_across_two_widths_averages_and_evaluates_each_models_global_tensors():
+    """Without local tensors each model is one federation of its own clients: its global
+    tensors are the mean of its clients' uploads, and its clients are evaluated on it."""
+    state, algorithms, models, seen = _run({"name": "fedavg"}, rounds=1)
+    data, idx = _problem()
+    for g, part in enumerate(split_shared(state.shared, 2)):
+        mine = [p for _, k, _, p in seen if k % 2 == g]
+        assert set(part) == set(algorithms[g].shared) and len(mine) == 2
+        total = sum(p.num_samples for p in mine)
+        for name, value in part.items():
+            mean = sum(p.tensors[name] * (p.num_samples / total) for p in mine)
+            torch.testing.assert_close(value, mean)
+        put(models[g], part)
+        for k in range(g, 4, 2):
+            correct, _ = predict(models[g], data, idx[k])
+            assert state.history[-1]["acc_per_client"][k] == 100.0 * float(correct.float().mean())
