@@ -157,7 +157,7 @@ def run_rounds(
     models, algorithms, arch = listed(model), listed(algorithm), clients.model_of()
     for g, (m, a) in enumerate(zip(models, algorithms, strict=True)):
         a.configure([len(t) for t in clients.train], tcfg, train, clients.train,
-                    [models[arch[k]] for k in range(len(clients))])  # fmt: skip
+                    client_models=[models[arch[k]] for k in range(len(clients))])  # fmt: skip
         a.setup(m, len(clients))
         if start_local:  # a client's own tensors are its own even where they no longer train
             present = set(named_state(m)) - set(a.shared)
