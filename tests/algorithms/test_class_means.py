@@ -60,7 +60,7 @@ def test_fedproto_of_identical_clients_is_the_class_mean_of_their_representation
         for part in torch.arange(len(y)).split(8):  # the batches a client trains on
             alg.objective(ctx, x[part], y[part])
         payloads.append(alg.client_end(ctx))
-    alg.aggregate({}, payloads)
+    alg.exchange(payloads, 1)
     with torch.no_grad():
         q = model.features(x)  # head_split's mapped feature, the classifier's input
     expected = torch.stack([q[y == c].mean(0) for c in range(C)])
@@ -118,7 +118,7 @@ def _head_from(payloads, data, clients):
     alg.configure([len(t) for t in clients.train], train_cfg()["train"], data, clients.train)
     alg.setup(model, len(clients))
     initial = dict(alg.global_head)
-    alg.aggregate({}, payloads)
+    alg.exchange(payloads, 1)
     return initial, alg.global_head
 
 

@@ -67,7 +67,7 @@ def test_fedtgp_margin_is_the_largest_nearest_class_distance_of_the_uploads_capp
     counts = torch.tensor([[1.0, 5.0, 1.0], [9.0, 2.0, 4.0]])
     for threshold, expected in ((100.0, 4.0), (3.0, 3.0)):
         alg = _server({**SMALL["fedtgp"], "server_epochs": 1, "margin_threshold": threshold})
-        alg.aggregate({}, _uploads(means, counts))
+        alg.exchange(_uploads(means, counts), 1)
         assert alg.margin == pytest.approx(expected)
     one_class = torch.tensor([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
     assert adaptive_margin(means.mean(0), one_class.sum(0) > 0, 7.0) == 7.0
@@ -86,7 +86,7 @@ def _gaps(margin_threshold: float) -> tuple[float, torch.Tensor]:
     less that to its own class's, after the server's steps (3 clients, clustered uploads)."""
     means, counts = _clustered_uploads()
     alg = _server({"name": "fedtgp", "margin_threshold": margin_threshold}, clients=3)
-    alg.aggregate({}, _uploads(means, counts))
+    alg.exchange(_uploads(means, counts), 1)
     assert bool(alg.global_present.all())
     held = counts > 0
     protos, labels = means[held], torch.nonzero(held)[:, 1]
@@ -115,12 +115,12 @@ def test_fedtgp_global_prototypes_come_from_the_uploads_alone():
     other uploads give others."""
     means, counts = _clustered_uploads()
     first = _server(SMALL["fedtgp"], clients=3, seed=0)
-    first.aggregate({}, _uploads(means, counts))
+    first.exchange(_uploads(means, counts), 1)
     other = _server(SMALL["fedtgp"], clients=3, seed=5, per_client=17)
-    other.aggregate({}, _uploads(means, counts))
+    other.exchange(_uploads(means, counts), 1)
     assert torch.equal(first.global_means, other.global_means)
     moved = _server(SMALL["fedtgp"], clients=3)
-    moved.aggregate({}, _uploads(means + 1, counts))
+    moved.exchange(_uploads(means + 1, counts), 1)
     assert not torch.equal(moved.global_means, first.global_means)
 
 
@@ -133,8 +133,8 @@ def _heads(seed: int = 2):
     biases = 0.1 * torch.randn(3, C, generator=gen)
     counts = torch.tensor([[4.0, 0.0, 2.0], [1.0, 3.0, 5.0], [2.0, 2.0, 2.0]])
     return [
-        Payload(k, int(counts[k].sum()), 1, {"head.weight": weights[k], "head.bias": biases[k]},
-                {"counts": counts[k]})
+        Payload(k, int(counts[k].sum()), 1, {},
+                {"head.weight": weights[k], "head.bias": biases[k], "counts": counts[k]})
         for k in range(3)
     ]  # fmt: skip
 
@@ -146,7 +146,7 @@ def _ensemble_accuracy(alg, payloads, labels: torch.Tensor) -> float:
     with torch.no_grad():
         z = alg.generator.train()(labels)
         logits = sum(
-            p.num_samples / total * F.linear(z, p.tensors["head.weight"], p.tensors["head.bias"])
+            p.num_samples / total * F.linear(z, p.extra["head.weight"], p.extra["head.bias"])
             for p in payloads
         )
     return float((logits.argmax(1) == labels).float().mean())
@@ -158,8 +158,7 @@ def test_fedgen_generator_features_are_classified_as_their_label_by_the_uploaded
     labels = torch.arange(C).repeat(200)
     torch.manual_seed(0)
     before = _ensemble_accuracy(alg, payloads, labels)
-    alg._round = 1
-    alg.aggregate({}, payloads)
+    alg.exchange(payloads, 1)
     torch.manual_seed(0)
     after = _ensemble_accuracy(alg, payloads, labels)
     assert before < 0.7 and after > 0.95, (before, after)
@@ -170,16 +169,16 @@ def test_fedgen_generator_sees_only_the_uploaded_heads_and_label_counts():
     counts give another; a class no client holds is never drawn on the server."""
     cfg = SMALL["fedgen"]
     first = _server(cfg, clients=3, seed=0)
-    first.aggregate({}, _heads())
+    first.exchange(_heads(), 1)
     other = _server(cfg, clients=3, seed=5, per_client=17)
-    other.aggregate({}, _heads())
+    other.exchange(_heads(), 1)
     theirs = other.generator.state_dict()
     for key, value in first.generator.state_dict().items():
         assert torch.equal(value, theirs[key]), key
     recounted = _heads()
     recounted[0].extra["counts"] = torch.tensor([1.0, 5.0, 0.0])
     moved = _server(cfg, clients=3)
-    moved.aggregate({}, recounted)
+    moved.exchange(recounted, 1)
     assert not torch.equal(moved.generator.out.weight, first.generator.out.weight)
     drawn = []
     real = torch.multinomial
@@ -194,7 +193,7 @@ def test_fedgen_generator_sees_only_the_uploaded_heads_and_label_counts():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(torch, "multinomial", spy)
-        _server(cfg, clients=3).aggregate({}, with_zero)
+        _server(cfg, clients=3).exchange(with_zero, 1)
     assert drawn and not bool((torch.cat(drawn) == 1).any())
 
 
@@ -204,7 +203,7 @@ def test_fedgen_clients_receive_the_generator_and_train_on_its_features():
     for r, _, got, payload in seen:
         head = {"head.weight", "head.bias"}
         assert set(got) == (head if r == 1 else head | gen_keys | {"label_counts"})
-        assert set(payload.tensors) == head and set(payload.extra) == {"counts"}
+        assert payload.tensors == {} and set(payload.extra) == head | {"counts"}
     calls = []
     client_gen = alg._client_gen
     forward = client_gen.forward
@@ -235,8 +234,8 @@ def test_a_tiny_federation_trains_and_only_the_declared_payload_crosses(name):
             assert payload.tensors == {} and set(payload.extra) == {"means", "counts"}
             assert payload.extra["means"].shape == (C, DIM)
         else:
-            assert set(payload.tensors) == {"head.weight", "head.bias"}
-            assert set(payload.extra) == {"counts"}
+            assert payload.tensors == {}
+            assert set(payload.extra) == {"head.weight", "head.bias", "counts"}
     per_client = C * DIM + C if name == "fedtgp" else C * DIM + 2 * C
     assert last["up_bytes"] == 3 * per_client * 4
     if name == "fedtgp":
@@ -268,7 +267,7 @@ def test_setting_up_again_keeps_the_trained_server_model(name):
     """One server model per run, however often the algorithm is set up (a client group's
     models each): a second set-up after a server step keeps what the step trained."""
     alg = _server(SMALL[name], clients=3)
-    alg.aggregate({}, _uploads(*_clustered_uploads()) if name == "fedtgp" else _heads())
+    alg.exchange(_uploads(*_clustered_uploads()) if name == "fedtgp" else _heads(), 1)
     trained = {k: v.clone() for k, v in alg.generator.state_dict().items()}
     alg.setup(_model(), 3)
     for key, value in alg.generator.state_dict().items():

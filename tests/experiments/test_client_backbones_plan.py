@@ -38,8 +38,8 @@ def test_each_clients_backbone_maps_to_its_sibling_and_is_pretrained(tmp_path):
 def test_client_backbones_that_do_not_fit_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="model.client_backbones names 2 backbones for 5 clients"):
         _plan(tmp_path, [B, "vit_pfedpt"])
-    with pytest.raises(ConfigError, match="no tiny sibling for 'vit_large_patch16_224"):
-        _plan(tmp_path, [B, B, "vit_large_patch16_224.augreg_in21k_ft_in1k", B, B])
+    with pytest.raises(ConfigError, match="no tiny sibling for .resnet101.tv_in1k"):
+        _plan(tmp_path, [B, B, "resnet101.tv_in1k", B, B])
     with pytest.raises(ConfigError, match="model.backbone is none of model.client_backbones"):
         _plan(tmp_path, ["vit_pfedpt"] * 5)
 

@@ -177,7 +177,7 @@ def test_an_exchange_that_does_not_say_what_it_keeps_cannot_cross_models():
     data, idx = _problem()
     models, arch = build_models(MODEL, C, 0, None, "cpu", len(idx))
     clients = Clients(idx, idx, [None] * len(idx), architecture=arch)
-    with pytest.raises(ValueError, match="algorithm guess: exchanges without an exchange_state"):
+    with pytest.raises(ValueError, match="algorithm guess: exchanges without naming what it keeps"):
         run_rounds(train_cfg(rounds=1), models, [Guess(), Guess()], data, data, clients)
     one = [k for k in range(4) if arch[k] == 0]
     alone = Clients([idx[k] for k in one], [idx[k] for k in one], [None] * len(one))

@@ -93,6 +93,7 @@ def trained_class_means(ctx: ClientCtx, num_classes: int, dim: int) -> dict[str,
 
 class FedHE(Algorithm):
     name = "fedhe"
+    exchanged = ("global_means", "global_present")
 
     # λ = 0.5: ChanYunHin/FedHe@a53d7e0:parameters.py (``alpha``, the MSE term's weight)
     def __init__(self, lam: float = 0.5, **kw):
@@ -151,11 +152,11 @@ class FedHE(Algorithm):
         extra = {"means": means, "counts": self._counts.clone()}
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
-    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """The global mean of every class from every client's upload, whatever its model."""
         means = torch.stack([p.extra["means"].cpu() for p in payloads])
         counts = torch.stack([p.extra["counts"].cpu() for p in payloads])
         self.global_means, self.global_present = combine(means, counts, self.weighting)
-        return current
 
     def state_dict(self) -> dict:
         return {"global_means": self.global_means, "global_present": self.global_present}
@@ -212,6 +213,7 @@ class FedProto(FedHE):
 
 class FedGH(Algorithm):
     name = "fedgh"
+    exchanged = ("global_head",)
 
     # server_lr 0.01, server_epochs 100: TsingZ0/HtFLlib@61b9a19:system/main.py
     # (``server_learning_rate``, ``server_epochs``); server_batch 10: the client ``batch_size``
@@ -223,7 +225,6 @@ class FedGH(Algorithm):
         self.server_lr, self.server_epochs = float(server_lr), int(server_epochs)
         self.server_batch = int(server_batch)
         self.global_head: dict[str, torch.Tensor] = {}
-        self._round = 0
 
     def local_keys(self, model: nn.Module) -> set[str]:
         return set(named_state(model))
@@ -245,17 +246,16 @@ class FedGH(Algorithm):
 
     def client_begin(self, ctx: ClientCtx) -> None:
         """The client's head is replaced by the global one before it trains."""
-        self._round = ctx.round
         put_head(ctx.model, {k.removeprefix("head."): v for k, v in ctx.downloaded.items()})
 
     def client_end(self, ctx: ClientCtx) -> Payload:
         extra = trained_class_means(ctx, self.num_classes, self.dim)
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
-    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
-        """Trains the global head on the uploaded (class mean, class) pairs, and on nothing
-        else: SGD at ``server_lr``, ``server_epochs`` passes in shuffled batches of
-        ``server_batch`` (the last one kept), cross-entropy."""
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """Trains the global head on the uploaded (class mean, class) pairs of every client,
+        whatever its model, and on nothing else: SGD at ``server_lr``, ``server_epochs`` passes
+        in shuffled batches of ``server_batch`` (the last one kept), cross-entropy."""
         reps, labels = [], []
         for p in payloads:
             held = p.extra["counts"].cpu() > 0
@@ -264,9 +264,8 @@ class FedGH(Algorithm):
         start = moved(self.global_head, "cpu")
         self.global_head = train_head(
             start, torch.cat(reps).float(), torch.cat(labels), self.server_lr,
-            self.server_epochs, self.server_batch, derive_seed(SERVER_HEAD_SEED, self._round),
+            self.server_epochs, self.server_batch, derive_seed(SERVER_HEAD_SEED, r),
         )  # fmt: skip
-        return current
 
     def predictor(self, model: nn.Module, client: int = 0, generator=None) -> nn.Module:
         """Every client is evaluated with the global head on its own representation (the

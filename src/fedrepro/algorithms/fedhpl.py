@@ -33,6 +33,7 @@ AVERAGED = ("prompts", "head")
 
 class FedHPL(Algorithm):
     name = "fedhpl"
+    exchanged = ("global_logits",)  # every client's global logits cross models
 
     def __init__(
         self,
@@ -173,10 +174,3 @@ class FedHPL(Algorithm):
 
     def load_state_dict(self, state: dict) -> None:
         self.global_logits = state.get("global_logits")
-
-    def exchange_state(self) -> dict:
-        """All of FedHPL's server state crosses models: every client's global logits."""
-        return self.state_dict()
-
-    def load_exchange_state(self, state: dict) -> None:
-        self.load_state_dict(state)

@@ -37,7 +37,7 @@ from fedrepro.algorithms.class_means import (
 )
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.sampling import derive_seed
-from fedrepro.fl.tensors import moved, named_state, take
+from fedrepro.fl.tensors import moved, named_state, take, weighted_sum
 from fedrepro.models.server_models import Generator, PrototypeGenerator
 
 # the server's generator is initialised from (this), its draws from (this, round); ours
@@ -100,6 +100,7 @@ def train_prototypes(
 
 class FedTGP(FedProto):
     name = "fedtgp"
+    exchanged = (*FedProto.exchanged, "generator", "margin")
 
     # λ = 1 (``lamda``), τ = 100 (``margin_threthold``), server_epochs 100, server_batch 10 (the
     # client ``batch_size`` the server reads): TsingZ0/HtFLlib@61b9a19:system/main.py;
@@ -122,7 +123,6 @@ class FedTGP(FedProto):
         self.server_epochs, self.server_batch = int(server_epochs), int(server_batch)
         self.generator: PrototypeGenerator | None = None
         self.margin: float | None = None  # δ of the last server step
-        self._round = 0
 
     def setup(self, model: nn.Module, num_clients: int) -> None:
         super().setup(model, num_clients)
@@ -130,10 +130,6 @@ class FedTGP(FedProto):
         if self.generator is None:  # one server model, however often set up (per client group)
             with seeded(PROTOTYPES_SEED):  # on the CPU, where the server trains it
                 self.generator = PrototypeGenerator(self.num_classes, self.dim, self.dim)
-
-    def client_begin(self, ctx: ClientCtx) -> None:
-        super().client_begin(ctx)
-        self._round = ctx.round
 
     def objective(self, ctx: ClientCtx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """CE + λ·MSE(feature, global prototype of y) (CE alone before the first prototypes)."""
@@ -147,9 +143,10 @@ class FedTGP(FedProto):
         extra = trained_class_means(ctx, self.num_classes, self.dim)
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
-    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
-        """δ from the round's uploads, the prototype generator trained on the uploaded
-        (prototype, class) pairs alone, and the C global prototypes it then generates."""
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """δ from the round's uploads (every client's, whatever its model), the prototype
+        generator trained on the uploaded (prototype, class) pairs alone, and the C global
+        prototypes it then generates."""
         means = torch.stack([p.extra["means"].cpu() for p in payloads]).float()
         counts = torch.stack([p.extra["counts"].cpu() for p in payloads])
         self.margin = adaptive_margin(
@@ -159,12 +156,11 @@ class FedTGP(FedProto):
         lr = self.server_lr if self.server_lr is not None else float(self.train_cfg["lr"])
         train_prototypes(
             self.generator, means[held], torch.nonzero(held)[:, 1], self.margin, lr,
-            self.server_epochs, self.server_batch, derive_seed(PROTOTYPES_SEED, self._round),
+            self.server_epochs, self.server_batch, derive_seed(PROTOTYPES_SEED, r),
         )  # fmt: skip
         with torch.no_grad():
             self.global_means = self.generator(torch.arange(self.num_classes))
         self.global_present = torch.ones(self.num_classes, dtype=torch.bool)
-        return current
 
     def server_parameters(self) -> int:
         return sum(p.numel() for p in self.generator.parameters())
@@ -207,6 +203,7 @@ def train_generator(
 
 class FedGen(Algorithm):
     name = "fedgen"
+    exchanged = ("generator", "label_counts", "global_head")
 
     # gen_lr 0.005 (``generator_learning_rate``), server_epochs 100 (the generator's steps a
     # round), server_batch 10 (the client ``batch_size`` the server reads), noise_dim and
@@ -230,7 +227,7 @@ class FedGen(Algorithm):
         self.noise_dim, self.hidden_dim = int(noise_dim), int(hidden_dim)
         self.generator: Generator | None = None
         self.label_counts: torch.Tensor | None = None  # [clients, C], as last uploaded
-        self._round = 0
+        self.global_head: dict[str, torch.Tensor] = {}  # the averaged (weight, bias)
         self._client_gen: Generator | None = None
         self._draw: torch.Tensor | None = None  # the label counts a client draws from
 
@@ -262,7 +259,6 @@ class FedGen(Algorithm):
         return {**down, **gen, "label_counts": self.label_counts.sum(0)}
 
     def client_begin(self, ctx: ClientCtx) -> None:
-        self._round = ctx.round
         self._draw = None
         if "label_counts" not in ctx.downloaded:
             return  # round 1: the server knows no counts yet, CE only
@@ -295,21 +291,28 @@ class FedGen(Algorithm):
         else:
             y = ctx.data.labels[ctx.idx]
             counts = torch.bincount(y, minlength=self.num_classes).float()
-        head = take(ctx.model, self.shared)
-        return Payload(ctx.client, ctx.num_samples, ctx.steps, head, {"counts": counts})
+        wk, bk = self.head_keys
+        head = take(ctx.model, self.head_keys)  # named alike whatever the model's names
+        extra = {"head.weight": head[wk], "head.bias": head[bk], "counts": counts}
+        return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
-    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
-        """The generator trained on the uploaded heads and label counts alone, then the heads
-        averaged by samples."""
+    def exchange(self, payloads: list[Payload], r: int) -> None:
+        """The generator trained on every client's uploaded head and label counts alone,
+        whatever its model, then the heads averaged by samples."""
         for p in payloads:
             self.label_counts[p.client] = p.extra["counts"].cpu()
-        wk, bk = self.head_keys
-        heads = [(p.tensors[wk].cpu().float(), p.tensors[bk].cpu().float()) for p in payloads]
+        heads = [{k: p.extra[f"head.{k}"] for k in ("weight", "bias")} for p in payloads]
         train_generator(
-            self.generator, heads, self.weights(payloads), self.label_counts.sum(0), self.gen_lr,
-            self.server_epochs, self.server_batch, derive_seed(GENERATOR_SEED, self._round),
+            self.generator, [(h["weight"].cpu().float(), h["bias"].cpu().float()) for h in heads],
+            self.weights(payloads), self.label_counts.sum(0), self.gen_lr, self.server_epochs,
+            self.server_batch, derive_seed(GENERATOR_SEED, r),
         )  # fmt: skip
-        return super().aggregate(current, payloads)
+        self.global_head = weighted_sum(heads, self.weights(payloads))
+
+    def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
+        """This model's head is the average of every client's (``exchange``)."""
+        wk, bk = self.head_keys
+        return {**current, wk: self.global_head["weight"], bk: self.global_head["bias"]}
 
     def server_parameters(self) -> int:
         return sum(p.numel() for p in self.generator.parameters())

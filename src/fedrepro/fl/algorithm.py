@@ -53,6 +53,7 @@ class Algorithm:
     """FedAvg (McMahan et al. 2017): average all shared tensors by sample count."""
 
     name = "fedavg"
+    exchanged: tuple[str, ...] = ()  # the attributes ``exchange`` sets (``exchange_state``)
 
     def __init__(self, weighting: str = "samples", buffers: str = "average", **unknown):
         if unknown:
@@ -187,12 +188,14 @@ class Algorithm:
         ``exchange_state``."""
 
     def exchange_state(self) -> dict:
-        """What ``exchange`` keeps for the clients of every model (FedHPL's global logits):
-        an algorithm that exchanges across models says what it is."""
-        return {}
+        """What ``exchange`` keeps for the clients of every model: the attributes named in
+        ``exchanged`` (FedHPL's global logits, FedGH's global head, FedTGP's generator)."""
+        return {k: getattr(self, k) for k in self.exchanged}
 
     def load_exchange_state(self, state: dict) -> None:
         """Take another model's algorithm's ``exchange_state`` (the same objects, no copy)."""
+        for k, v in state.items():
+            setattr(self, k, v)
 
     def exchanges(self) -> bool:
         """Whether the server works each round (``exchange``, then ``aggregate``): parameter

@@ -79,9 +79,10 @@ def share_exchange(algorithms: list[Algorithm]) -> None:
     if not others:
         return
     own = type(lead)
-    if own.exchange is not Algorithm.exchange and own.exchange_state is Algorithm.exchange_state:
+    if own.exchange is not Algorithm.exchange and not lead.exchange_state():
         raise ValueError(
-            f"algorithm {lead.name}: exchanges without an exchange_state, so it cannot run "
+            f"algorithm {lead.name}: exchanges without naming what it keeps (exchanged), so "
+            "it cannot run "
             "clients of different models (model.client_backbones)"
         )
     state = lead.exchange_state()
