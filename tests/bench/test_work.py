@@ -59,6 +59,25 @@ def test_run_flops_split_by_class_add_up_to_the_total(tmp_path):
     assert sum(f["by_class"].values()) == pytest.approx(f["flops"])
 
 
+def test_a_sample_of_clients_with_different_models_costs_the_mean_of_their_models(tmp_path):
+    """FedHPL's Table 2 federations: R18/34/50/34/18 cost (2·R18 + 2·R34 + R50) / 5 a sample,
+    not ResNet-18's (model.backbone) for every client; keyed apart from an R18-only run."""
+    plan = paper_plan(REPO, ["fedhpl"])
+    run = next(r for r in plan.runs.values()
+               if r["algorithm"]["name"] == "fedhe" and r["dataset"] == "cifar10")  # fmt: skip
+    names = run["model"]["client_backbones"]
+    assert len(set(names)) == 3
+    alone = {n: {**copy.deepcopy(run), "model": {**run["model"], "backbone": n,
+                                                 "client_backbones": None}}
+             for n in set(names)}  # fmt: skip
+    memo: dict = {}
+    mixed = run_flops(run, SIZES, memo)["flops"]
+    each = {n: run_flops(r, SIZES, memo)["flops"] for n, r in alone.items()}
+    assert mixed == pytest.approx(sum(each[n] for n in names) / len(names))
+    assert each["resnet50.tv_in1k"] > 2 * each["resnet18.tv_in1k"]
+    assert flops_key(run) != flops_key(alone["resnet18.tv_in1k"])
+
+
 @pytest.fixture(scope="module")
 def plan():
     return paper_plan(REPO)

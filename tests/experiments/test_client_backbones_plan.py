@@ -27,11 +27,17 @@ def _plan(tmp: Path, backbones: list[str]):
 
 
 def test_each_clients_backbone_maps_to_its_sibling_and_is_pretrained(tmp_path):
+    """ViT-B/16 goes to vit_b_mini inside a federation (scales.mini.federation_backbones) and
+    to vit_tiny_mini on its own (Table 1's homogeneous runs)."""
     plan = _plan(tmp_path, [B, "vit_pfedpt", B, "vit_pfedpt", B])
-    mixed = [r for r in plan.runs.values() if r["model"].get("client_backbones")]
+    mixed = [r for r in plan.runs.values()
+             if "vit_pfedpt_mini" in (r["model"].get("client_backbones") or [])]  # fmt: skip
     assert mixed and all(r["algorithm"]["name"] == "fedhpl" for r in mixed)
-    tiny = ["vit_tiny_mini", "vit_pfedpt_mini"]
+    tiny = ["vit_b_mini", "vit_pfedpt_mini"]
     assert {tuple(r["model"]["client_backbones"]) for r in mixed} == {tuple(tiny * 2 + tiny[:1])}
+    assert {r["model"]["backbone"] for r in mixed} == {"vit_b_mini"}
+    alone = [r for r in plan.runs.values() if r["model"]["backbone"] == "vit_tiny_mini"]
+    assert alone and not any(r["model"].get("client_backbones") for r in alone)
     assert set(tiny) <= set(plan.backbones)
 
 

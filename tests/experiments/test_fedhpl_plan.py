@@ -85,7 +85,9 @@ def test_the_alpha_range_is_one_knob_per_dataset(tmp_path):
 def test_the_baselines_train_from_random_initialisation(paper_plan):
     """Point 2 (Intro: the baselines "need to train the entire model from scratch"; Table 1's
     57-68 % on CIFAR-10): FedAvg, FedProx, SCAFFOLD, FedBABU and FedRep start from random
-    weights, pFedPG and FedHPL from the pretrained ViT-B/16, pFedPT's small ViT from scratch."""
+    weights, pFedPG and FedHPL from the pretrained ViT-B/16, pFedPT's small ViT from scratch;
+    Table 2's heterogeneous-model baselines from the pretrained ResNets (§4.1: "these
+    foundation models are both pre-trained on ImageNet1k")."""
     init = {}
     for run in paper_plan.runs.values():
         init.setdefault(run["algorithm"]["name"], set()).add(run["model"]["pretrained"])
@@ -94,6 +96,7 @@ def test_the_baselines_train_from_random_initialisation(paper_plan):
         "pfedpt": {False},
         "pfedpg": {True},
         "fedhpl": {True},
+        **dict.fromkeys(["fedgen", "fedgh", "fedproto", "fedtgp", "fedhe"], {True}),
     }
 
 

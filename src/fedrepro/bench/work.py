@@ -50,11 +50,13 @@ def known_sizes(assumed: dict) -> dict:
 
 
 def flops_key(run: dict) -> str:
-    """What a sample's FLOPs depend on: the model's shape (backbone, input side, tuning and
-    its options), the algorithm and the class count. Other algorithm options (a loss weight,
-    a temperature) are taken not to change a step's FLOPs."""
+    """What a sample's FLOPs depend on: the model's shape (backbone or each client's backbone,
+    input side, tuning and its options), the algorithm and the class count. Other algorithm
+    options (a loss weight, a temperature) are taken not to change a step's FLOPs."""
     m = run["model"]
     shape = {k: m.get(k) for k in ("backbone", "img_size", "tuning", "tuning_options")}
+    if m.get("client_backbones"):  # clients of different models: each one's FLOPs count
+        shape["client_backbones"] = m["client_backbones"]
     classes = DATASETS[run["dataset"]].num_classes
     return json.dumps([shape, run["algorithm"]["name"], classes], sort_keys=True)
 

@@ -557,8 +557,10 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     run["data"] = _data_of(scale_cfg, dataset)
     _register_shift(plan, run.get("test_shift"), scale_cfg)
     backbone = run["model"]["backbone"]
-    names = _client_backbones(run, clients, where)
+    names = _client_backbones(run, run["partition"]["clients"], where)
     mapping = scale_cfg.get("backbones", {})
+    if names:  # a federation of different models may need other siblings (three ViT widths)
+        mapping = {**mapping, **scale_cfg.get("federation_backbones", {})}
     if plan.scale == "mini":
         for name in (backbone, *names):
             if name not in mapping:

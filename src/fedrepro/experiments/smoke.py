@@ -31,8 +31,16 @@ def smoke_run(run: dict, smoke: dict) -> dict:
         "batch_size": int(smoke["batch_size"]),
     }
     images = min(int(run.get("images", smoke["images"])), int(smoke["images"]))
-    partition = _fewer_clients(run["partition"], int(smoke["clients"]))
-    return {**run, "train": train, "eval_every": 1, "images": images, "partition": partition}
+    model = run["model"]
+    if model.get("client_backbones"):  # clients of different models: one client a model, so
+        # each (FedHPL's ViT-L, ResNet-50) is built, steps and is measured
+        distinct = list(dict.fromkeys(model["client_backbones"]))
+        partition = {**run["partition"], "clients": len(distinct)}
+        model = {**model, "client_backbones": distinct}
+    else:
+        partition = _fewer_clients(run["partition"], int(smoke["clients"]))
+    return {**run, "train": train, "eval_every": 1, "images": images, "partition": partition,
+            "model": model}  # fmt: skip
 
 
 def _fewer_clients(part: dict, most: int) -> dict:

@@ -29,7 +29,7 @@ from fedrepro.report.templates import render, scale_note
 KINDS = ("pairwise", "constant", "rank")
 COMMON_KEYS = ("id", "text", "kind", "item", "stat", "metric", "note")
 KIND_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "pairwise": (("left", "right", "pair_on", "test"), ("quantifier", "contrast")),
+    "pairwise": (("left", "right", "pair_on", "test"), ("quantifier", "contrast", "combine")),
     "constant": (("select", "test"), ("quantifier",)),
     "rank": (("select",), ("group_by", "among", "rank", "quantifier")),
 }
@@ -48,6 +48,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "!=": operator.ne,
 }
 STATS = ("mean", "std")
+COMBINES = ("mean", "min", "max")  # how a pairwise side's cells of one unit combine
 # a history-derived metric: the first round from which <column> of history.csv stays
 # within <tol> points of its last round's value (docs/claims.md, "Metrics from history")
 SETTLE_RE = re.compile(r"^settle_round\(\s*([A-Za-z_]\w*)\s*,\s*(\d+(?:\.\d*)?)\s*\)$")
@@ -89,6 +90,7 @@ class Claim:
     among: dict[str, Any] = field(default_factory=dict)
     rank: str = "max"
     contrast: tuple[str, str, tuple[str, ...]] | None = None  # (label, first, others)
+    combine: str = "mean"
 
 
 def _fail(cid: str, key: str, why: str) -> ValueError:
@@ -165,6 +167,9 @@ def parse_claim(raw: Any, index: int) -> Claim:
     if rank not in ("max", "min"):
         raise _fail(cid, "rank", f"must be 'max' or 'min', got {rank!r}")
     pair_on = _label_names(cid, "pair_on", raw.get("pair_on", []), kind != "pairwise")
+    combine = raw.get("combine", "mean")
+    if combine not in COMBINES:
+        raise _fail(cid, "combine", f"must be one of {COMBINES}, got {combine!r}")
     return Claim(
         id=cid,
         text=raw["text"],
@@ -182,6 +187,7 @@ def parse_claim(raw: Any, index: int) -> Claim:
         among=_selection(cid, "among", raw.get("among", {})),
         rank=rank,
         contrast=_contrast(cid, raw["contrast"], pair_on) if "contrast" in raw else None,
+        combine=combine,
     )
 
 
@@ -356,14 +362,17 @@ def _quantify(values: pd.Series, test: Test, quantifier: str, unit: str) -> Outc
     return holds, summary, detail
 
 
-def _unit_values(frame: pd.DataFrame, keys: list[str], stat: str) -> pd.Series:
-    """Finite ``stat`` per unit (``keys``); several cells in one unit are averaged."""
+def _unit_values(
+    frame: pd.DataFrame, keys: list[str], stat: str, combine: str = "mean"
+) -> pd.Series:
+    """Finite ``stat`` per unit (``keys``); several cells in one unit are combined by
+    ``combine`` (averaged, or the lowest or highest of them)."""
     frame = frame[np.isfinite(frame[stat].to_numpy(float))]
     if frame.empty:
         return pd.Series(dtype=float)
     if not keys:
-        return pd.Series([float(frame[stat].mean())], index=["all"])
-    grouped = frame.groupby(keys, sort=False)[stat].mean()
+        return pd.Series([float(frame[stat].agg(combine))], index=["all"])
+    grouped = frame.groupby(keys, sort=False)[stat].agg(combine)
     grouped.index = ["·".join(map(str, k if isinstance(k, tuple) else (k,))) for k in grouped.index]
     return grouped
 
@@ -373,8 +382,8 @@ def _eval_pairwise(claim: Claim, frame: pd.DataFrame) -> Outcome:
     missing = [k for k in claim.pair_on if k not in frame.columns]
     if missing:
         return None, "—", f"labels {missing} absent"
-    left = _unit_values(_select(frame, _with_item(claim, claim.left)), claim.pair_on, claim.stat)
-    right = _unit_values(_select(frame, _with_item(claim, claim.right)), claim.pair_on, claim.stat)
+    sides = [_select(frame, _with_item(claim, side)) for side in (claim.left, claim.right)]
+    left, right = (_unit_values(s, claim.pair_on, claim.stat, claim.combine) for s in sides)
     both = left.index.intersection(right.index, sort=False)
     a, b = left[both], right[both]
     quantity = {"diff": a - b, "abs_diff": (a - b).abs(), "ratio": a / b}[claim.test.quantity]

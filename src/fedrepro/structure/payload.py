@@ -51,8 +51,11 @@ def sender(
 
 
 def begin_client(model: nn.Module, algorithm: Algorithm) -> ClientCtx:
-    """Client 0 of ``sender``'s setup, begun on what the server sent (no local steps)."""
-    ctx = ClientCtx(0, model, take(model, algorithm.shared), 1.0, 0.0, 1)
+    """Client 0 of ``sender``'s setup, begun on what the server sent in round 1, as the
+    engine begins it (no local steps; FedGH's client takes the global head it is sent)."""
+    shared = take(model, algorithm.shared)
+    sent = algorithm.downlink_to(0, algorithm.downlink(shared, 1))
+    ctx = ClientCtx(0, model, shared, 1.0, 0.0, 1, round=1, downloaded=sent)
     algorithm.client_begin(ctx)
     return ctx
 
