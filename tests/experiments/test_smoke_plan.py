@@ -35,6 +35,11 @@ def test_every_combination_and_item_of_the_paper_plan_is_kept(plans):
         assert manifest["scale"] == SMOKE_LABEL
     assert smoke.structures == paper.structures
     assert len(smoke.runs) < len(paper.runs) / 20
+    # every backbone a kept run reads has its job (each client's, in a federation of models)
+    for run in smoke.runs.values():
+        if run["model"].get("pretrained", True):
+            names = run["model"].get("client_backbones") or [run["model"]["backbone"]]
+            assert set(names) <= set(smoke.backbones), run["model"]
 
 
 def test_runs_keep_their_models_and_hyperparameters_and_shrink_the_rest(plans):

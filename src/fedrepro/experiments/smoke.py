@@ -81,11 +81,18 @@ def smoke_adapt(adapt: dict, smoke: dict) -> dict:
 
 
 def combination(plan, entry: dict) -> tuple:
-    """(algorithm, backbone, tuning, adaptation method or None) of an item's run entry."""
+    """(algorithm, backbone, tuning, adaptation method or None) of an item's run entry; the
+    backbone of clients of different models is their distinct backbones, joined by ``+``."""
     run = plan.runs[entry.get("run", entry["id"])]
     method = plan.adapts[entry["id"]]["adapt"]["method"] if entry["stage"] == "adapt" else None
     model = run["model"]
-    return (run["algorithm"]["name"], model["backbone"], model.get("tuning", "full"), method)
+    backbone = "+".join(_backbones(model))
+    return (run["algorithm"]["name"], backbone, model.get("tuning", "full"), method)
+
+
+def _backbones(model: dict) -> list[str]:
+    """A run's distinct backbones (its clients', or its one)."""
+    return list(dict.fromkeys(model.get("client_backbones") or [model["backbone"]]))
 
 
 def cover(plan) -> list[tuple]:
@@ -133,7 +140,10 @@ def _prune(plan, kept: dict[str, dict]) -> None:
     used |= {s["dataset"] for s in _shifts(runs, adapts) if s.get("kind") == "dataset"}
     plan.datasets = {k: v for k, v in plan.datasets.items() if k in used}
     backbones = {
-        r["model"]["backbone"] for r in runs.values() if r["model"].get("pretrained", True)
+        b
+        for r in runs.values()
+        if r["model"].get("pretrained", True)
+        for b in _backbones(r["model"])
     }
     plan.backbones = {k: v for k, v in plan.backbones.items() if k in backbones}
 
