@@ -310,9 +310,11 @@ class FedGen(Algorithm):
         self.global_head = weighted_sum(heads, self.weights(payloads))
 
     def aggregate(self, current: dict, payloads: list[Payload]) -> dict[str, torch.Tensor]:
-        """This model's head is the average of every client's (``exchange``)."""
+        """This model's head is the average of every client's (``exchange``): its own copy,
+        as each model's shared tensors are saved apart."""
         wk, bk = self.head_keys
-        return {**current, wk: self.global_head["weight"], bk: self.global_head["bias"]}
+        head = self.global_head
+        return {**current, wk: head["weight"].clone(), bk: head["bias"].clone()}
 
     def server_parameters(self) -> int:
         return sum(p.numel() for p in self.generator.parameters())
