@@ -128,7 +128,8 @@ def test_fedhpl_uploads_every_correct_logit_and_table10_counts_in_binary_m(paper
 def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
     """Point 4: Fig. 4 draws the partitions of every data setting (seed 0); Table 9's FedHPL
     rows count what all-upload and average-upload send at 10 and 100 classes; Table 13's
-    homogeneous α sweeps run on every dataset with App. C.5.4's minimum shares."""
+    α sweeps run on every dataset with App. C.5.4's minimum shares, with homogeneous and
+    heterogeneous clients."""
     items = paper_plan.items
     fig4 = items["fedhpl/fig4"]["partitions"]
     settings = {(p["labels"]["dataset"], p["labels"]["partition"]) for p in fig4}
@@ -141,7 +142,8 @@ def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
     assert table9["quantities"] == ["uploaded"]
     shares = {"CIFAR-10": 0.01, "CIFAR-100": 0.1, "SVHN": 0.005}
     runs = items["fedhpl/table13"]["runs"]
-    assert len(runs) == 3 * 3 * 3  # datasets x α x seeds
+    assert len(runs) == 2 * 3 * 3 * 3  # model settings x datasets x α x seeds
+    assert {r["labels"]["models"] for r in runs} == {"Homogeneous Model", "Heterogeneous Model"}
     for r in runs:
         part = paper_plan.runs[r["id"]]["partition"]
         assert part["min_share"] == shares[r["labels"]["dataset"]]
