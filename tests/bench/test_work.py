@@ -61,7 +61,8 @@ def test_run_flops_split_by_class_add_up_to_the_total(tmp_path):
 
 def test_a_sample_of_clients_with_different_models_costs_the_mean_of_their_models(tmp_path):
     """FedHPL's Table 2 federations: R18/34/50/34/18 cost (2·R18 + 2·R34 + R50) / 5 a sample,
-    not ResNet-18's (model.backbone) for every client; keyed apart from an R18-only run."""
+    not ResNet-18's (model.backbone) for every client; the table keeps each backbone's, so the
+    smoke's federation of one client a backbone is priced from the same entries."""
     plan = paper_plan(REPO, ["fedhpl"])
     run = next(r for r in plan.runs.values()
                if r["algorithm"]["name"] == "fedhe" and r["dataset"] == "cifar10")  # fmt: skip
@@ -75,7 +76,13 @@ def test_a_sample_of_clients_with_different_models_costs_the_mean_of_their_model
     each = {n: run_flops(r, SIZES, memo)["flops"] for n, r in alone.items()}
     assert mixed == pytest.approx(sum(each[n] for n in names) / len(names))
     assert each["resnet50.tv_in1k"] > 2 * each["resnet18.tv_in1k"]
-    assert flops_key(run) != flops_key(alone["resnet18.tv_in1k"])
+    table = WorkTable(REPO / "config/flops/paper.json", SIZES)
+    distinct = list(dict.fromkeys(names))
+    smoke = {**run, "model": {**run["model"], "client_backbones": distinct},
+             "partition": {**run["partition"], "clients": len(distinct)}}  # fmt: skip
+    assert table.per_sample(smoke)["train"] == pytest.approx(
+        sum(table.per_sample(alone[n])["train"] for n in distinct) / len(distinct)
+    )
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from fedrepro.bench.work import (
     flops_key,
     known_sizes,
     run_work,
+    sample_flops,
 )
 from fedrepro.bench.work import hours as work_hours
 from fedrepro.data.partitions.make import make_partition
@@ -97,46 +98,22 @@ def partition_counts(run: dict, sizes: dict) -> dict:
 def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
     """FLOPs of one paper-scale run: training and evaluation over all its rounds, in all and
     by class of operation (``fedrepro.bench.work.run_work``); ``memo`` gathers the per-sample
-    FLOPs and sample counts by key, the table ``config/flops/<scale>.json`` holds."""
+    FLOPs (a model's: each client backbone's in a run of different models) and sample counts
+    by key, the table ``config/flops/<scale>.json`` holds."""
     flops, counts = memo.setdefault("flops", {}), memo.setdefault("counts", {})
-    key = flops_key(run)
-    if key not in flops:
-        model, classes = run["model"], DATASETS[run["dataset"]].num_classes
-        each = {
-            name: per_sample_flops(name, classes, model.get("img_size"), model, run["algorithm"])
-            for name in dict.fromkeys(model.get("client_backbones") or [model["backbone"]])
-        }
-        flops[key] = mean_over_clients(each, model.get("client_backbones"))  # fmt: skip
+
+    def counted(one: dict) -> dict:
+        key = flops_key(one)
+        if key not in flops:
+            model, classes = one["model"], DATASETS[one["dataset"]].num_classes
+            flops[key] = per_sample_flops(model["backbone"], classes, model.get("img_size"),
+                                          model, one["algorithm"])  # fmt: skip
+        return flops[key]
+
     ckey = counts_key(run)
     if ckey not in counts:
         counts[ckey] = partition_counts(run, sizes)
-    return run_work(run, flops[key], counts[ckey])
-
-
-def mean_over_clients(each: dict[str, dict], clients: list[str] | None) -> dict:
-    """A sample's FLOPs in a run whose ``clients`` hold different backbones: the mean over
-    the clients of their backbone's (``each``, by name), every client weighing alike (exact
-    where they hold as many images; the partition's per-client counts are not in the table).
-    One backbone: its own."""
-    if not clients:
-        return next(iter(each.values()))
-    parts = [each[name] for name in clients]
-
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values)
-
-    return {
-        "train": mean([p["train"] for p in parts]),
-        "eval": mean([p["eval"] for p in parts]),
-        "by_class": {
-            stage: {
-                c: mean([p["by_class"][stage].get(c, 0.0) for p in parts])
-                for c in dict.fromkeys(c for p in parts for c in p["by_class"][stage])
-            }
-            for stage in ("train", "eval")
-        },  # fmt: skip
-        "personalized": any(p["personalized"] for p in parts),
-    }
+    return run_work(run, sample_flops(run, counted), counts[ckey])
 
 
 def measured_rate(results: list[dict]) -> dict | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
@@ -50,15 +51,43 @@ def known_sizes(assumed: dict) -> dict:
 
 
 def flops_key(run: dict) -> str:
-    """What a sample's FLOPs depend on: the model's shape (backbone or each client's backbone,
-    input side, tuning and its options), the algorithm and the class count. Other algorithm
-    options (a loss weight, a temperature) are taken not to change a step's FLOPs."""
+    """What a sample's FLOPs depend on: the model's shape (backbone, input side, tuning and
+    its options), the algorithm and the class count. Other algorithm options (a loss weight,
+    a temperature) are taken not to change a step's FLOPs. A run whose clients hold different
+    models has one key per backbone (``sample_flops``)."""
     m = run["model"]
     shape = {k: m.get(k) for k in ("backbone", "img_size", "tuning", "tuning_options")}
-    if m.get("client_backbones"):  # clients of different models: each one's FLOPs count
-        shape["client_backbones"] = m["client_backbones"]
     classes = DATASETS[run["dataset"]].num_classes
     return json.dumps([shape, run["algorithm"]["name"], classes], sort_keys=True)
+
+
+def sample_flops(run: dict, per_model: Callable[[dict], dict]) -> dict:
+    """A training sample's FLOPs in ``run`` from ``per_model`` (a run of one model -> its
+    per-sample FLOPs): its model's; where its clients hold different models
+    (``model.client_backbones``), the mean over the clients of their backbone's, every client
+    weighing alike (exact where they hold as many images: the table keeps no per-client
+    counts), so a federation of any clients of known backbones is priced (the smoke's)."""
+    names = run["model"].get("client_backbones")
+    if not names:
+        return per_model(run)
+    each = {n: per_model({**run, "model": {**run["model"], "backbone": n}}) for n in set(names)}
+    parts = [each[n] for n in names]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    return {
+        "train": mean([p["train"] for p in parts]),
+        "eval": mean([p["eval"] for p in parts]),
+        "by_class": {
+            stage: {
+                c: mean([p["by_class"][stage].get(c, 0.0) for p in parts])
+                for c in dict.fromkeys(c for p in parts for c in p["by_class"][stage])
+            }
+            for stage in ("train", "eval")
+        },  # fmt: skip
+        "personalized": any(p["personalized"] for p in parts),
+    }
 
 
 def counts_key(run: dict) -> str:
@@ -119,9 +148,12 @@ class WorkTable:
         self.flops, self.counts, self.sizes = doc.get("flops", {}), doc.get("counts", {}), sizes
 
     def per_sample(self, run: dict) -> dict:
-        key = flops_key(run)
         if not self.path.exists():
             raise ValueError(f"{self.path}: no such file; write it: {REGENERATE}")
+        return sample_flops(run, self._model_flops)
+
+    def _model_flops(self, run: dict) -> dict:
+        key = flops_key(run)
         if key not in self.flops:
             raise ValueError(f"{self.path}: no FLOPs for {key}; regenerate it: {REGENERATE}")
         return self.flops[key]
