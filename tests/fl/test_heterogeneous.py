@@ -200,3 +200,45 @@ def test_fedavg_across_two_widths_averages_and_evaluates_each_models_global_tens
         for k in range(g, 4, 2):
             correct, _ = predict(models[g], data, idx[k])
             assert state.history[-1]["acc_per_client"][k] == 100.0 * float(correct.float().mean())
+
+
+RESNETS = {"backbone": "resnet_mini", "img_size": 16, "tuning": "head_split",
+           "client_backbones": ["resnet_mini", "resnet50_mini"] * 2}  # fmt: skip
+SERVER_MODELS = {
+    "fedtgp": {"name": "fedtgp", "server_epochs": 3},
+    "fedgen": {"name": "fedgen", "server_epochs": 3, "noise_dim": 8, "hidden_dim": 16},
+    "fedgh": {"name": "fedgh", "server_epochs": 3},
+}
+
+
+@pytest.mark.parametrize("name", list(SERVER_MODELS))
+def test_a_killed_run_of_a_server_model_across_models_resumes_to_identical_numbers(tmp_path, name):
+    """FedTGP's and FedGen's generators and FedGH's global head are one server state across
+    ResNets of two widths (every model's algorithm holds the same object), checkpointed: a
+    run killed in round 2 resumes to the history, tensors and server model of an
+    uninterrupted one."""
+    model = {**RESNETS, "tuning_options": {"feature_dim": 16}}
+    if name == "fedgh":
+        model["tuning_options"]["projection"] = "linear"
+    cfg = {"cfg": {"checkpoint_every": 1}}
+    full, full_algs, *_ = _run(SERVER_MODELS[name], model, rounds=3, **cfg)
+    server = {"fedtgp": "generator", "fedgen": "generator", "fedgh": "global_head"}[name]
+    assert getattr(full_algs[0], server) is getattr(full_algs[1], server)
+    ckpt = tmp_path / "ckpt.pt"
+
+    def die(msg: str) -> None:
+        if msg.startswith("round 2/"):
+            raise Killed
+
+    with pytest.raises(Killed):
+        _run(SERVER_MODELS[name], model, rounds=3, checkpoint=ckpt, log=die, **cfg)
+    resumed, resumed_algs, *_ = _run(SERVER_MODELS[name], model, rounds=3, checkpoint=ckpt, **cfg)
+    assert untimed(resumed.history) == untimed(full.history)
+    assert all(torch.equal(full.shared[n], resumed.shared[n]) for n in full.shared)
+    for k in range(4):
+        assert all(torch.equal(full.local[k][n], t) for n, t in resumed.local[k].items())
+    assert getattr(resumed_algs[0], server) is getattr(resumed_algs[1], server)
+    mine, theirs = (a.state_dict() for a in (full_algs[0], resumed_algs[0]))
+    key = "generator" if server == "generator" else "global_head"
+    for n, t in mine[key].items():
+        assert torch.equal(t, theirs[key][n]), n
