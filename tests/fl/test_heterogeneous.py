@@ -17,7 +17,7 @@ from fedrepro.fl.engine import Clients, run_rounds
 from fedrepro.fl.groups import architectures, join_shared, split_shared
 from fedrepro.fl.local import predict
 from fedrepro.fl.tensors import nbytes, put
-from tests.fl_helpers import Killed, spy_client_end, train_cfg, untimed
+from tests.fl_helpers import Killed, dies_at, spy_client_end, train_cfg, untimed
 
 C = 4
 WIDE, NARROW = "vit_tiny_mini", "vit_pfedpt_mini"  # 64-d and 32-d tiny ViTs, 16 px
@@ -127,12 +127,8 @@ def test_a_killed_heterogeneous_run_resumes_to_identical_numbers(tmp_path):
     full, full_algs, *_ = _run(algorithm, rounds=3, **cfg)
     ckpt = tmp_path / "ckpt.pt"
 
-    def die(msg: str) -> None:
-        if msg.startswith("round 2/"):
-            raise Killed
-
     with pytest.raises(Killed):
-        _run(algorithm, rounds=3, checkpoint=ckpt, log=die, **cfg)
+        _run(algorithm, rounds=3, checkpoint=ckpt, log=dies_at(2), **cfg)
     resumed, resumed_algs, *_ = _run(algorithm, rounds=3, checkpoint=ckpt, **cfg)
     assert untimed(resumed.history) == untimed(full.history)
     assert resumed.shared.keys() == full.shared.keys()
@@ -226,12 +222,8 @@ def test_a_killed_run_of_a_server_model_across_models_resumes_to_identical_numbe
     assert getattr(full_algs[0], server) is getattr(full_algs[1], server)
     ckpt = tmp_path / "ckpt.pt"
 
-    def die(msg: str) -> None:
-        if msg.startswith("round 2/"):
-            raise Killed
-
     with pytest.raises(Killed):
-        _run(SERVER_MODELS[name], model, rounds=3, checkpoint=ckpt, log=die, **cfg)
+        _run(SERVER_MODELS[name], model, rounds=3, checkpoint=ckpt, log=dies_at(2), **cfg)
     resumed, resumed_algs, *_ = _run(SERVER_MODELS[name], model, rounds=3, checkpoint=ckpt, **cfg)
     assert untimed(resumed.history) == untimed(full.history)
     assert all(torch.equal(full.shared[n], resumed.shared[n]) for n in full.shared)
