@@ -105,17 +105,19 @@ def test_pairwise_quantifiers(setup: tuple[dict, Path, Path]) -> None:
     assert holds(frame, "any") == (False, True)
 
 
+PER_DATASET = {
+    "id": "per-dataset",
+    "text": "full above adapter on average per dataset",
+    "kind": "pairwise",
+    "left": {"item": "t", "variant": "full"},
+    "right": {"item": "t", "variant": "adapter", "algorithm": ["FedAvg", "FedNova"]},
+    "pair_on": ["dataset"],
+    "test": "diff > 0",
+}
+
+
 def test_pairwise_across_items_and_pair_averaging(setup: tuple[dict, Path, Path]) -> None:
-    claim = {
-        "id": "per-dataset",
-        "text": "full above adapter on average per dataset",
-        "kind": "pairwise",
-        "left": {"item": "t", "variant": "full"},
-        "right": {"item": "t", "variant": "adapter", "algorithm": ["FedAvg", "FedNova"]},
-        "pair_on": ["dataset"],
-        "test": "diff > 0",
-    }
-    frame = evaluate(setup, claim)
+    frame = evaluate(setup, PER_DATASET)
     # ours SVHN: mean(90, 85) − mean(88, 86) = 0.5; CIFAR-10: 70.5 − 64.5 = 6
     assert holds(frame, "per-dataset") == (True, True)
     assert frame.loc["per-dataset", "ours"] == "2/2 pass; worst diff = 0.50"
@@ -124,16 +126,9 @@ def test_pairwise_across_items_and_pair_averaging(setup: tuple[dict, Path, Path]
 def test_pairwise_against_the_lowest_or_highest_of_a_unit(setup: tuple[dict, Path, Path]) -> None:
     """``combine: min`` compares with the lowest cell of the unit ("above the lowest
     baseline"), ``max`` with the highest; the default averages them."""
-    claim = {
-        "id": "above-lowest",
-        "text": "FedIns at least 12 points above the lowest adapter baseline",
-        "kind": "pairwise",
-        "left": {"item": "t", "algorithm": "FedIns"},
-        "right": {"item": "t", "variant": "adapter", "algorithm": ["FedAvg", "FedNova"]},
-        "pair_on": ["dataset"],
-        "test": "diff >= 7",
-        "combine": "min",
-    }
+    claim = {**PER_DATASET, "id": "above-lowest", "left": {"item": "t", "algorithm": "FedIns"},
+             "text": "FedIns at least 7 points above the lowest adapter baseline",
+             "test": "diff >= 7", "combine": "min"}  # fmt: skip
     frame = evaluate(
         setup, claim, {**claim, "id": "above-highest", "combine": "max"},
         {**claim, "id": "above-mean", "combine": "mean"},
