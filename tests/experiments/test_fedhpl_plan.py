@@ -148,3 +148,36 @@ def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
         part = paper_plan.runs[r["id"]]["partition"]
         assert part["min_share"] == shares[r["labels"]["dataset"]]
         assert part["alpha"] == float(r["labels"]["partition"].removeprefix("α="))
+
+
+VITS = ["vit_small_patch16_224.augreg_in21k_ft_in1k", "vit_base_patch16_224.augreg_in21k_ft_in1k",
+        "vit_large_patch16_224.augreg_in21k_ft_in1k", "vit_base_patch16_224.augreg_in21k_ft_in1k",
+        "vit_small_patch16_224.augreg_in21k_ft_in1k"]  # fmt: skip
+
+
+def test_table2_and_the_ablation_figures_run_heterogeneous_clients(paper_plan):
+    """§4.3 draws Figs. 3a, 3c, 11 and 12 "in the heterogeneous model setting" (ViT-S/B/L/B/S,
+    Table 4), Fig. 3c with its average-aggregation bar; Table 2's baselines and FedHPL (CNN)
+    run 100 rounds at 224 px on R18/34/50/34/18 (App. B.3, §4.1), FedHPL (ViT) 10 rounds on
+    CIFAR-10 and 15 on CIFAR-100 and SVHN (App. B.3)."""
+    items = paper_plan.items
+    for name in ("fig3a", "fig11", "fig3c", "fig12_lambda", "fig12_tau"):
+        runs = [paper_plan.runs[e["id"]] for e in items[f"fedhpl/{name}"]["runs"]]
+        assert runs and all(r["model"]["client_backbones"] == VITS for r in runs), name
+    bars = {e["labels"]["policy"] for e in items["fedhpl/fig3c"]["runs"]}
+    assert "average aggregation" in bars
+    weighting = {paper_plan.runs[e["id"]]["algorithm"].get("logit_weighting")
+                 for e in items["fedhpl/fig3c"]["runs"]
+                 if e["labels"]["policy"] == "average aggregation"}  # fmt: skip
+    assert weighting == {"uniform"}
+    resnets = ["resnet18.tv_in1k", "resnet34.tv_in1k", "resnet50.tv_in1k", "resnet34.tv_in1k",
+               "resnet18.tv_in1k"]  # fmt: skip
+    for e in items["fedhpl/table2"]["runs"]:
+        run = paper_plan.runs[e["id"]]
+        method, model = e["labels"]["method"], run["model"]
+        if method == "FedHPL (ViT)":
+            assert model["client_backbones"] == VITS
+            assert run["train"]["rounds"] == (10 if run["dataset"] == "cifar10" else 15)
+        else:
+            assert model["client_backbones"] == resnets and run["train"]["rounds"] == 100
+        assert model["img_size"] == 224 and model["pretrained"]
