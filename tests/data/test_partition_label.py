@@ -182,3 +182,34 @@ def test_cut_points_floor_for_niid_round_for_fedpce() -> None:
     props = np.array([0.35, 0.65])
     assert cut_points(props, 10, "floor").tolist() == [3]
     assert cut_points(props, 10, "round").tolist() == [4]
+
+
+OWN_PROTOCOL = {"scheme": "label_quantity", "k": [2, 4, 6, 8, 10], "clients": 5}
+
+
+def test_label_quantity_takes_one_class_count_per_client() -> None:
+    """FedHPL Figs. 7-9: the five clients hold 2, 4, 6, 8 and 10 classes."""
+    hist = np.asarray(part(OWN_PROTOCOL)["histogram"]["train"])
+    assert (hist > 0).sum(axis=1).tolist() == [2, 4, 6, 8, 10]
+    assert hist.sum() == len(TRAIN)  # every class is owned (client 4 holds all ten)
+    with pytest.raises(ValueError, match="'k'"):
+        part({**OWN_PROTOCOL, "k": [2, 4, 6]})
+
+
+def test_train_holdout_tests_each_client_on_a_fifth_of_its_own_training_images() -> None:
+    """App. C.3's protocol: each class of a client's share cut 80/20, the 20 % its test list,
+    indices into the training split; the training partition is otherwise the scheme's."""
+    scheme = part(OWN_PROTOCOL)
+    held = part({**OWN_PROTOCOL, "test_mode": "train_holdout"})
+    assert held["test_mode"] == "train_holdout" and held["params"]["holdout"] == 0.2
+    for whole, client in zip(scheme["clients"], held["clients"], strict=True):
+        train, test = np.asarray(client["train"]), np.asarray(client["test"])
+        assert not set(train) & set(test)
+        assert sorted([*train, *test]) == sorted(whole["train"])
+        for c in np.unique(TRAIN[whole["train"]]):
+            owned = int((TRAIN[whole["train"]] == c).sum())
+            assert int((TRAIN[test] == c).sum()) == round(0.2 * owned)
+    hist = np.asarray(held["histogram"]["test"])  # counted on the training labels
+    assert (hist > 0).sum(axis=1).tolist() == [2, 4, 6, 8, 10]
+    with pytest.raises(ValueError, match="'holdout'"):
+        part({**OWN_PROTOCOL, "test_mode": "train_holdout", "holdout": 1.0})

@@ -59,6 +59,8 @@ def test_runs_keep_their_models_and_hyperparameters_and_shrink_the_rest(plans):
         mixed = run["model"].get("client_backbones")
         if mixed:  # clients of different models: one client a model (FedHPL's Table 2)
             assert part["clients"] == len(mixed) == len(set(mixed)) > 1, part
+        if isinstance(part.get("k"), list):  # one class count a kept client (Figs. 7-9)
+            assert len(part["k"]) == part["clients"], part
         assert (
             mixed
             or part["clients"] <= fixed.get(part["scheme"], SMOKE["clients"])

@@ -39,6 +39,8 @@ def smoke_run(run: dict, smoke: dict) -> dict:
         model = {**model, "client_backbones": distinct}
     else:
         partition = _fewer_clients(run["partition"], int(smoke["clients"]))
+    if isinstance(partition.get("k"), list):  # one class count a client: the kept clients'
+        partition["k"] = partition["k"][: int(partition["clients"])]
     return {**run, "train": train, "eval_every": 1, "images": images, "partition": partition,
             "model": model}  # fmt: skip
 

@@ -85,6 +85,12 @@ def pooled(train: DeviceData, test: DeviceData) -> tuple[DeviceData, DeviceData]
     return replace(train, images=images, labels=labels), replace(test, images=images, labels=labels)
 
 
+def held_out(train: DeviceData, test: DeviceData) -> DeviceData:
+    """The training images fed with the test input settings (no augmentation): what clients
+    evaluate on when their test lists are held-out training images (``train_holdout``)."""
+    return replace(test, images=train.images, labels=train.labels)
+
+
 def load_data(
     path: Path,
     device,

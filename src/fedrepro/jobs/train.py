@@ -25,6 +25,7 @@ from fedrepro.data.transforms.styles import stylize_split
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
     build_models,
+    held_out,
     load_train_test,
     pick_device,
     pooled,
@@ -183,6 +184,10 @@ def load_job(
     train_split, train, test = load_train_test(cfg, data_dir, dev, img_size)
     part = json.loads(Path(partition).read_text())
     train.images = stylize_split(train.images, part)  # FedIns's γ; unchanged without styles
+    if part.get("test_mode") == "train_holdout":  # the test lists index the training images
+        if cfg.get("cv") is not None or cfg.get("test_shift") is not None:
+            raise ValueError("partition test_mode train_holdout: not with cv or test_shift")
+        test = held_out(train, test)
     if cfg.get("test_shift") is not None:
         if cfg.get("cv") is not None:
             raise ValueError("test_shift: not with cv (folds cut the pooled unshifted images)")

@@ -136,16 +136,17 @@ def _per_client_sizes(
 
 def label_quantity(p: Params, data: PartitionData, rng: np.random.Generator) -> list[ClientPart]:
     """#C=k (NIID ``noniid-#label{k}``): client i owns class i mod C plus k-1 further distinct
-    random classes; each class is split evenly among its owners."""
+    random classes; each class is split evenly among its owners. ``k`` may also be a list, one
+    count per client (FedHPL Figs. 7-9: the baselines' own protocol, 2, 4, ..., 10 classes)."""
     n_classes, n_clients = data.num_classes, data.num_clients
-    k = p.number("k", lo=1, hi=n_classes, integer=True)
-    if k == n_classes:
-        owned = [list(range(n_classes))] * n_clients
-    else:
-        owned = []
-        for i in range(n_clients):
-            others = np.setdiff1d(np.arange(n_classes), [i % n_classes])
-            owned.append([i % n_classes, *rng.choice(others, k - 1, replace=False).tolist()])
+    counts = _class_counts(p, n_classes, n_clients)
+    owned = []
+    for i, k in enumerate(counts):
+        if k == n_classes:
+            owned.append(list(range(n_classes)))
+            continue
+        others = np.setdiff1d(np.arange(n_classes), [i % n_classes])
+        owned.append([i % n_classes, *rng.choice(others, k - 1, replace=False).tolist()])
     parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
     for c, pool in enumerate(class_pools(data.train_labels, n_classes)):
         owners = [i for i in range(n_clients) if c in owned[i]]
@@ -159,6 +160,20 @@ def label_quantity(p: Params, data: PartitionData, rng: np.random.Generator) -> 
         for owner, piece in zip(owners, pieces, strict=True):
             parts[owner].append(piece)
     return [ClientPart(rng.permutation(np.concatenate(x))) for x in parts]
+
+
+def _class_counts(p: Params, n_classes: int, n_clients: int) -> list[int]:
+    """The classes each client owns: ``k`` for all, or a list of one count per client."""
+    if not isinstance(p.raw("k", None), list):
+        return [p.number("k", lo=1, hi=n_classes, integer=True)] * n_clients
+    counts = p.raw("k")
+    ok = len(counts) == n_clients and all(
+        isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= n_classes for k in counts
+    )
+    if not ok:
+        raise p.error("k", f"is {counts!r}; expected {n_clients} ints in [1, {n_classes}]")
+    p.resolved["k"] = list(counts)
+    return list(counts)
 
 
 def fedhpl_alpha(p: Params, rng: np.random.Generator) -> float:

@@ -10,8 +10,11 @@ never changes the training partition.
 Test modes: ``split`` (the scheme's own test cut where it has one, otherwise each
 (domain, class) stratum of the test split is shared out disjointly in proportion to the
 clients' train counts), ``global`` (every client evaluates on the whole test split; empty
-lists), ``same_scheme`` (the scheme applied afresh to the test split), and
-``held_out_domain`` (leave-one-domain-out only: every client lists the held-out domain).
+lists), ``same_scheme`` (the scheme applied afresh to the test split),
+``held_out_domain`` (leave-one-domain-out only: every client lists the held-out domain), and
+``train_holdout`` (each class of a client's training images cut into train and a held-out
+``holdout`` share, 0.2 by default: the test lists then index the *training* split, and the
+test split is not used; FedHPL App. C.3's protocol of the heterogeneous-model baselines).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from fedrepro.data.transforms.styles import assign_styles
 
 SchemeFn = Callable[[Params, PartitionData, np.random.Generator], list[ClientPart]]
 
-_ANY_TEST = ("split", "global", "same_scheme")
+_ANY_TEST = ("split", "global", "same_scheme", "train_holdout")
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ META_KEYS = (
     "styles",
     "styled_fraction",
     "train_fraction",
+    "holdout",
 )
 
 
@@ -125,13 +129,37 @@ def make_partition(
 
     streams = np.random.SeedSequence(seed).spawn(3)
     test_rng, rerun_rng, style_rng = (np.random.default_rng(s) for s in streams)
-    tests = _test_lists(scheme, name, spec, test_mode, clients, data, test_rng, rerun_rng)
     resolved = dict(params.resolved)
+    if test_mode == "train_holdout":
+        resolved |= _hold_out(spec, clients, data.train_labels, test_rng)
+    tests = _test_lists(scheme, name, spec, test_mode, clients, data, test_rng, rerun_rng)
     if "train_fraction" in spec:
         resolved |= _keep_fraction(spec, clients, np.random.SeedSequence(seed).spawn(4)[3])
     if spec.get("styles"):
         resolved |= _assign_styles(spec, clients, style_rng)
     return _to_json_dict(name, resolved, seed, test_mode, clients, tests, data)
+
+
+def _hold_out(
+    spec: dict[str, Any], clients: list[ClientPart], labels: np.ndarray, rng: np.random.Generator
+) -> dict[str, Any]:
+    """``train_holdout``: each client's images of each class cut at random into a train share
+    and a ``holdout`` share (round(), at least one image left to train on) that becomes the
+    client's test list, indices into the training split."""
+    share = spec.get("holdout", 0.2)
+    ok = isinstance(share, int | float) and not isinstance(share, bool)
+    if not ok or not 0 < share < 1:
+        raise ValueError(f"partition spec: key 'holdout' is {share!r}; expected a number in (0, 1)")
+    for client in clients:
+        keep, held = [], []
+        for c in np.unique(labels[client.train]):
+            pool = rng.permutation(client.train[labels[client.train] == c])
+            cut = min(int(round(share * len(pool))), len(pool) - 1)
+            held.append(pool[:cut])
+            keep.append(pool[cut:])
+        client.train = np.sort(np.concatenate(keep)) if keep else client.train
+        client.test = np.sort(np.concatenate(held)) if held else np.zeros(0, dtype=np.int64)
+    return {"holdout": share}
 
 
 def _keep_fraction(
@@ -262,7 +290,7 @@ def _test_lists(
             num_clients=data.num_clients,
         )
         return [c.train for c in scheme.build(Params(name, spec, META_KEYS), on_test, rerun_rng)]
-    if all(c.test is not None for c in clients):
+    if test_mode == "train_holdout" or all(c.test is not None for c in clients):
         return [c.test for c in clients if c.test is not None]
     return proportional_test_split([c.train for c in clients], data, test_rng)
 
@@ -320,9 +348,10 @@ def _to_json_dict(
         }
         for client, test in zip(clients, tests, strict=True)
     ]
+    tested = data.train_labels if test_mode == "train_holdout" else data.test_labels
     histogram = {
         "train": [np.bincount(data.train_labels[x.train], minlength=c).tolist() for x in clients],
-        "test": [np.bincount(data.test_labels[t], minlength=c).tolist() for t in tests],
+        "test": [np.bincount(tested[t], minlength=c).tolist() for t in tests],
     }
     return {
         "scheme": name,
