@@ -21,6 +21,10 @@ B = "vit_base_patch16_224.augreg_in21k_ft_in1k"
 def _plan(tmp: Path, backbones: list[str]):
     doc = yaml.safe_load((REPO / "config/experiments/fedhpl.yaml").read_text())
     doc["axes"]["method"]["FedHPL"]["model"]["client_backbones"] = backbones
+    for value in ("MoCo-v3 (1)", "MoCo-v3 (2)"):  # their backbone is none of these lists
+        doc["axes"]["pretraining"][value] = {}
+    for block in (doc, doc["scales"]["mini"]):
+        block["overrides"] = [o for o in block["overrides"] if "pretraining" not in o["where"]]
     (tmp / "config" / "experiments").mkdir(parents=True, exist_ok=True)
     (tmp / "config/experiments/fedhpl.yaml").write_text(yaml.safe_dump(doc))
     return build_plan({**CONFIG, "papers": ["fedhpl"]}, tmp)

@@ -142,12 +142,18 @@ def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
     assert table9["quantities"] == ["uploaded"]
     shares = {"CIFAR-10": 0.01, "CIFAR-100": 0.1, "SVHN": 0.005}
     runs = items["fedhpl/table13"]["runs"]
-    assert len(runs) == 2 * 3 * 3 * 3  # model settings x datasets x α x seeds
+    assert len(runs) == 2 * 3 * 3 * 3 * 3  # model settings x pretraining x datasets x α x seeds
     assert {r["labels"]["models"] for r in runs} == {"Homogeneous Model", "Heterogeneous Model"}
     for r in runs:
         part = paper_plan.runs[r["id"]]["partition"]
         assert part["min_share"] == shares[r["labels"]["dataset"]]
         assert part["alpha"] == float(r["labels"]["partition"].removeprefix("α="))
+        model, rounds = paper_plan.runs[r["id"]]["model"], paper_plan.runs[r["id"]]["train"]
+        backbones = set(model.get("client_backbones") or [model["backbone"]])
+        moco = r["labels"]["pretraining"] != "Supervised"  # App. C.4: MoCo-v3 for every client
+        assert all(b.endswith(".mocov3") == moco for b in backbones | {model["backbone"]})
+        base = 10 if r["labels"]["dataset"] == "CIFAR-10" else 15  # (2): twice the rounds
+        assert rounds["rounds"] == base * (2 if r["labels"]["pretraining"] == "MoCo-v3 (2)" else 1)
 
 
 VITS = ["vit_small_patch16_224.augreg_in21k_ft_in1k", "vit_base_patch16_224.augreg_in21k_ft_in1k",

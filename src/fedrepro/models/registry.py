@@ -39,10 +39,15 @@ class BackboneSpec:
     """What a backbone name means.
 
     ``source`` says where pretrained weights come from: ``hf-hub:timm/<id>`` (timm release),
-    ``gdrive:<id>`` (manual stage-in only), ``workflow`` (a tiny backbone the workflow pretrains
-    on synthetic data) or ``scratch`` (trained from random init, nothing to fetch). ``release`` is
-    the original release file, accepted pre-staged under ``data_root/backbones/<name>/``;
-    ``release_sha256`` its published sha256 or the prefix in its file name (torchvision style).
+    ``release`` (the ``release`` URL itself, downloaded into the staging folder), ``gdrive:<id>``
+    or ``unreleased`` (manual stage-in only), ``workflow`` (a tiny backbone the workflow
+    pretrains on synthetic data) or ``scratch`` (trained from random init, nothing to fetch).
+    ``release`` is the original release file, accepted pre-staged under
+    ``data_root/backbones/<name>/``; ``release_sha256`` its published sha256 or the prefix in
+    its file name (torchvision style). ``release_prefix``: the release holds the backbone under
+    this key prefix (MoCo-v3's ``module.base_encoder.``; its momentum encoder, predictor and
+    projection head are dropped). ``pretrain``: how the workflow pretrains a ``workflow``
+    backbone, ``supervised`` or ``contrastive`` (no labels: the self-supervised siblings).
     ``mean``/``std`` are the input normalisation the weights expect; ``stats="dataset"``
     instead normalises every dataset with its own training split's per-channel statistics
     (``fedrepro.fl.build.input_stats``)."""
@@ -58,6 +63,8 @@ class BackboneSpec:
     mean: tuple[float, float, float] = HALF
     std: tuple[float, float, float] = HALF
     stats: str = "weights"  # weights: mean/std above | dataset: each dataset's own
+    release_prefix: str | None = None
+    pretrain: str = "supervised"  # supervised | contrastive (workflow backbones)
 
 
 _AUGREG = "https://storage.googleapis.com/vit_models/augreg/"
@@ -82,6 +89,36 @@ def _tv_resnet(tag_id: str, release: str, prefix: str, tiny: str = "resnet_mini"
     )
 
 
+_MOCO = "https://dl.fbaipublicfiles.com/moco-v3/"
+
+
+def _moco_vit(width: int, depth: int, heads: int, tiny: str, release: str | None) -> BackboneSpec:
+    """A MoCo-v3 ViT (Chen et al. 2021), self-supervised on ImageNet-1k without labels:
+    timm's ViT/16 at 224 px with MoCo-v3's widths and heads (its ViT-S has 12 heads, timm's 6),
+    ImageNet mean/std (MoCo-v3's ``main_lincls.py``); its fixed sin-cos position embedding is
+    a tensor of the checkpoint like any other. No checksum is published: ours is recorded on
+    first use."""
+    return BackboneSpec(
+        "vit",
+        None,
+        tiny,
+        224,
+        "release" if release else "unreleased",
+        kwargs={"patch_size": 16, "embed_dim": width, "depth": depth, "num_heads": heads},
+        release=release,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+        release_prefix="module.base_encoder.",
+    )
+
+
+def _ssl_mini(like: str) -> BackboneSpec:
+    """The self-supervised twin of a mini ViT: the same network, pretrained contrastively."""
+    spec = BACKBONES[like]
+    return BackboneSpec(spec.family, None, f"{like}_ssl", spec.img_size, "workflow",
+                        kwargs=spec.kwargs, pretrain="contrastive")  # fmt: skip
+
+
 BACKBONES: dict[str, BackboneSpec] = {
     # --- paper scale -------------------------------------------------------------------------
     "vit_base_patch16_224.augreg_in21k": _vit(
@@ -103,6 +140,17 @@ BACKBONES: dict[str, BackboneSpec] = {
         "vit_large_patch16_224.augreg_in21k_ft_in1k",
         _AUGREG + "L_16-i21k-300ep-lr_0.001-aug_medium1-wd_0.1-do_0.1-sd_0.1" + _FT1K,
     ),
+    # FedHPL Tables 12-13 (App. C.4): self-supervised backbones. Meta released MoCo-v3's ViT-S
+    # and ViT-B (facebookresearch/moco-v3@38aae44:CONFIG.md); its ViT-L (24 x 1024, 16 heads:
+    # the MoCo-v3 paper's) was never released, so the heterogeneous federation's ViT-L client
+    # needs a checkpoint staged by hand in MoCo-v3's format
+    "vit_small_patch16_224.mocov3": _moco_vit(
+        384, 12, 12, "vit_s_mini_ssl", _MOCO + "vit-s-300ep/vit-s-300ep.pth.tar"
+    ),
+    "vit_base_patch16_224.mocov3": _moco_vit(
+        768, 12, 12, "vit_tiny_mini_ssl", _MOCO + "vit-b-300ep/vit-b-300ep.pth.tar"
+    ),
+    "vit_large_patch16_224.mocov3": _moco_vit(1024, 24, 16, "vit_tiny_mini_ssl", None),
     "resnet18.tv_in1k": _tv_resnet(
         "resnet18.tv_in1k", "https://download.pytorch.org/models/resnet18-f37072fd.pth", "f37072fd"
     ),
@@ -244,6 +292,9 @@ BACKBONES: dict[str, BackboneSpec] = {
         kwargs={"widths": (15, 31, 62, 124), "depths": (1, 1, 1, 1)},
     ),
 }
+# the self-supervised mini siblings (FedHPL Tables 12-13): ViT-B's twin in a federation of
+# different models is vit_b_mini_ssl (config scales.mini.federation_backbones)
+BACKBONES |= {f"{n}_ssl": _ssl_mini(n) for n in ("vit_tiny_mini", "vit_s_mini", "vit_b_mini")}
 
 
 def get_spec(name: str) -> BackboneSpec:

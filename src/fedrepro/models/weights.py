@@ -177,11 +177,24 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+def _backbone_of(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """The backbone a release keeps under ``prefix`` (MoCo-v3: ``module.base_encoder.``),
+    without the release's own head (MoCo-v3's projection MLP): the rest (a momentum
+    encoder, a predictor) is training state."""
+    inner = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+    if not inner:
+        raise KeyError(f"no tensor under {prefix!r}")
+    return {k: v for k, v in inner.items() if not k.startswith("head.")}
+
+
 def _load_own(name: str, path: Path) -> nn.Module:
     """A non-timm backbone loaded strictly from ``path``; the head size is read from the file."""
     if path.suffix == ".npz":
         raise ValueError(f"{path}: .npz releases exist only for timm ViTs, not {name}")
     state = _read_state(path)
+    prefix = get_spec(name).release_prefix
+    if prefix is not None:
+        state = _backbone_of(state, prefix)
     with torch.device("meta"):
         probe = create_backbone(name, num_classes=1)
     head_weight = next(k for k in head_keys(probe) if k.endswith("weight"))
@@ -201,6 +214,25 @@ def _load_staged(name: str, spec: BackboneSpec, path: Path) -> nn.Module:
     return timm.create_model(spec.timm_id, pretrained=True, pretrained_cfg_overlay=overlay)
 
 
+def _where_from(spec: BackboneSpec) -> str:
+    if spec.source == "unreleased":
+        return "no public release exists: stage a checkpoint of this architecture there"
+    where = spec.release if spec.source == "release" else spec.source
+    return f"download from {where} and place the file there"
+
+
+def _download_release(name: str, spec: BackboneSpec, data_root: StrPath) -> Path:
+    """A release published as a plain URL (MoCo-v3's), downloaded into the folder it would be
+    staged in (progress in the log, renamed when complete); checked like a staged file."""
+    from fedrepro.data.sources.download import fetch_file
+    from fedrepro.data.sources.registry import RemoteFile
+
+    assert spec.release is not None
+    folder = Path(data_root) / "backbones" / name
+    remote = RemoteFile(f"backbones/{name}", _basename(spec.release), spec.release)
+    return fetch_file(remote, folder, data_root)
+
+
 def fetch_backbone(
     name: str, dest: StrPath, data_root: StrPath, offline: bool = False, random: bool = False
 ) -> None:
@@ -217,6 +249,8 @@ def fetch_backbone(
         )
     candidates = staged_candidates(name, data_root)
     staged = next((p for p in candidates if p.is_file()), None)
+    if staged is None and spec.source == "release" and not offline and not random:
+        staged = _download_release(name, spec, data_root)
     meta = {"backbone": name, "source": spec.source}
     if staged is not None:
         is_release = spec.release is not None and staged.name == _basename(spec.release)
@@ -235,7 +269,7 @@ def fetch_backbone(
     elif offline or spec.timm_id is None:
         raise FileNotFoundError(
             f"{name}: no pre-staged weights (looked for {[str(p) for p in candidates]}); "
-            f"download from {spec.source} and place the file there"
+            + _where_from(spec)
             + (" (offline mode)" if offline else "")
         )
     else:
