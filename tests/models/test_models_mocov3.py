@@ -12,6 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from fedrepro.data.sources.download import fetch_release
 from fedrepro.models import registry
 from fedrepro.models.registry import create_backbone
 from fedrepro.models.weights import fetch_backbone, load_weights, sha256_file
@@ -61,7 +62,7 @@ def test_a_release_url_is_downloaded_into_the_staging_folder(tmp_path, monkeypat
     backbone = _release(remote)
     spec = dataclasses.replace(registry.BACKBONES[NAME], release=remote.as_uri())
     monkeypatch.setitem(registry.BACKBONES, NAME, spec)
-    fetch_backbone(NAME, tmp_path / "out.safetensors", tmp_path / "data")
+    fetch_backbone(NAME, tmp_path / "out.safetensors", tmp_path / "data", download=fetch_release)
     assert (tmp_path / "data" / "backbones" / NAME / "vit-s-300ep.pth.tar").is_file()
     assert torch.equal(load_file(tmp_path / "out.safetensors")["cls_token"], backbone["cls_token"])
 

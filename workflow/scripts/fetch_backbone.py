@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from fedrepro.data.sources.download import fetch_release
 from fedrepro.models.weights import fetch_backbone
 
 
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
         "--random", action="store_true", help="random weights where none are staged (smoke)"
     )
     args = parser.parse_args(argv)
-    fetch_backbone(args.name, args.dest, args.data_root, offline=args.offline, random=args.random)
+    fetch_backbone(args.name, args.dest, args.data_root, args.offline, args.random, fetch_release)
 
 
 if __name__ == "__main__":

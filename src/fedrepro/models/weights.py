@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
@@ -221,25 +221,21 @@ def _where_from(spec: BackboneSpec) -> str:
     return f"download from {where} and place the file there"
 
 
-def _download_release(name: str, spec: BackboneSpec, data_root: StrPath) -> Path:
-    """A release published as a plain URL (MoCo-v3's), downloaded into the folder it would be
-    staged in (progress in the log, renamed when complete); checked like a staged file."""
-    from fedrepro.data.sources.download import fetch_file
-    from fedrepro.data.sources.registry import RemoteFile
-
-    assert spec.release is not None
-    folder = Path(data_root) / "backbones" / name
-    remote = RemoteFile(f"backbones/{name}", _basename(spec.release), spec.release)
-    return fetch_file(remote, folder, data_root)
-
-
 def fetch_backbone(
-    name: str, dest: StrPath, data_root: StrPath, offline: bool = False, random: bool = False
+    name: str,
+    dest: StrPath,
+    data_root: StrPath,
+    offline: bool = False,
+    random: bool = False,
+    download: Callable[[str, Path], Path] | None = None,
 ) -> None:
     """Write ``name``'s pretrained weights (with their original head) as safetensors at ``dest``.
 
     A file pre-staged under ``data_root/backbones/<name>/`` is verified and converted without
-    network; otherwise, unless ``offline``, timm downloads the release. Tiny and from-scratch
+    network; otherwise, unless ``offline``, timm downloads the release, or ``download(url,
+    folder)`` one published as a plain URL (``source: release``; the caller passes
+    ``fedrepro.data.sources.download.fetch_release``: this layer does no I/O of its own). Tiny
+    and from-scratch
     backbones have nothing to fetch. With ``random`` (the paper-shape smoke), a backbone with no
     staged file gets its random initialisation, written as a fetched one (``source: random``)."""
     spec = get_spec(name)
@@ -249,8 +245,9 @@ def fetch_backbone(
         )
     candidates = staged_candidates(name, data_root)
     staged = next((p for p in candidates if p.is_file()), None)
-    if staged is None and spec.source == "release" and not offline and not random:
-        staged = _download_release(name, spec, data_root)
+    if staged is None and spec.source == "release" and download and not (offline or random):
+        # a release published as a plain URL (MoCo-v3's): into the folder it is staged in
+        staged = download(str(spec.release), Path(data_root) / "backbones" / name)
     meta = {"backbone": name, "source": spec.source}
     if staged is not None:
         is_release = spec.release is not None and staged.name == _basename(spec.release)

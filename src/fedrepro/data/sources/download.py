@@ -143,6 +143,15 @@ def fetch_file(
     return dest
 
 
+def fetch_release(url: str, folder: str | os.PathLike[str]) -> Path:
+    """A file published at ``url`` without a checksum (a backbone release, MoCo-v3's), kept in
+    ``folder`` as ``fetch_file`` keeps a dataset's file: used where already there, else
+    streamed to ``.part`` and renamed when complete (its sha256 printed for the record)."""
+    folder = Path(folder)
+    remote = RemoteFile(folder.name, url.rsplit("/", 1)[-1], url)
+    return fetch_file(remote, folder, folder.parent)
+
+
 def download(dataset: str, data_root: str | os.PathLike[str]) -> list[Path]:
     """Fetch every raw file of ``dataset`` into ``data_root/<dataset>/``, or take the layout
     staged there in its place that the parser reads (``fedrepro.data.sources.layouts``, checked by
