@@ -131,7 +131,7 @@ def make_partition(
     test_rng, rerun_rng, style_rng = (np.random.default_rng(s) for s in streams)
     resolved = dict(params.resolved)
     if test_mode == "train_holdout":
-        resolved |= _hold_out(spec, clients, data.train_labels, test_rng)
+        resolved |= _hold_out(spec, clients, data, test_rng)
     tests = _test_lists(scheme, name, spec, test_mode, clients, data, test_rng, rerun_rng)
     if "train_fraction" in spec:
         resolved |= _keep_fraction(spec, clients, np.random.SeedSequence(seed).spawn(4)[3])
@@ -141,7 +141,7 @@ def make_partition(
 
 
 def _hold_out(
-    spec: dict[str, Any], clients: list[ClientPart], labels: np.ndarray, rng: np.random.Generator
+    spec: dict[str, Any], clients: list[ClientPart], data: PartitionData, rng: np.random.Generator
 ) -> dict[str, Any]:
     """``train_holdout``: each client's images of each class cut at random into a train share
     and a ``holdout`` share (round(), at least one image left to train on) that becomes the
@@ -152,8 +152,10 @@ def _hold_out(
         raise ValueError(f"partition spec: key 'holdout' is {share!r}; expected a number in (0, 1)")
     for client in clients:
         keep, held = [], []
-        for c in np.unique(labels[client.train]):
-            pool = rng.permutation(client.train[labels[client.train] == c])
+        for pool in class_pools(data.train_labels[client.train], data.num_classes):
+            if not len(pool):
+                continue
+            pool = rng.permutation(client.train[pool])
             cut = min(int(round(share * len(pool))), len(pool) - 1)
             held.append(pool[:cut])
             keep.append(pool[cut:])
