@@ -106,15 +106,18 @@ def test_the_committed_table_covers_every_paper_scale_job(plan, table):
 def test_the_tables_entries_are_what_the_cost_job_counts(plan, table):
     run = next(r for r in plan.runs.values() if r["paper"] == "fedpce")
     memo: dict = {}
-    assert run_flops(run, SIZES, memo) == run_work(run, table.per_sample(run), table.counts_of(run))
+    expected = run_work(run, table.per_sample(run), table.counts_of(run), table.sizes)
+    assert run_flops(run, SIZES, memo) == expected
     assert table.counts_of(run) == partition_counts(run, SIZES)
 
 
 def test_a_jobs_runtime_is_its_work_on_the_gpu_times_a_margin_and_grows_with_it(plan, table):
     """The runtime was minutes_per_round x rounds x epochs whatever the model: FedIns's
     ViT-B/16 asked as much a round as FedICON's 32 px CNN. Now: its FLOPs over the GPU's
-    rate at the run's arithmetic, times the margin, at least min_minutes; doubled on retry."""
-    rid = max(plan.runs, key=lambda r: table.work(plan.runs[r])["flops"])
+    rate at the run's arithmetic, times the margin, at least min_minutes; doubled on retry.
+    (The dearest run whose work is all in its rounds: FedMD's transfer learning is not.)"""
+    rounds_only = [r for r in plan.runs if not plan.runs[r].get("public")]
+    rid = max(rounds_only, key=lambda r: table.work(plan.runs[r])["flops"])
     run = plan.runs[rid]
     first = job_resources(plan, table, "train", rid)
     expected = 60 * hours(table.work(run), run, GPU) * GPU["margin"]
@@ -129,6 +132,21 @@ def test_a_jobs_runtime_is_its_work_on_the_gpu_times_a_margin_and_grows_with_it(
     assert job_resources(plan, table, "train", small)["runtime"] == 30  # the floor
     aid = next(iter(plan.adapt_jobs))
     assert job_resources(plan, table, "adapt", aid)["runtime"] >= 30
+
+
+def test_a_fedmd_run_is_priced_with_the_work_on_its_public_set(plan, table):
+    """FedMD (FedHPL Table 2) trains each client 50 passes over the public set once and, each
+    round, digests the round's 5,000 public samples and forwards the next round's: work the
+    private samples alone left out (a ninth of the run's samples)."""
+    run = next(r for r in plan.runs.values() if r["algorithm"]["name"] == "fedmd")
+    public = SIZES[run["public"]["dataset"]]["train"]
+    plain = {k: v for k, v in run.items() if k != "public"}
+    work, alone = table.work(run), table.work(plain)
+    clients, rounds = run["partition"]["clients"], run["train"]["rounds"]
+    assert (clients, rounds) == (5, 100)
+    assert work["train_samples"] - alone["train_samples"] == 5 * 50 * public + 100 * 5 * 5000
+    assert work["eval_samples"] - alone["eval_samples"] == 100 * 5 * 5000
+    assert work["flops"] > alone["flops"] * 1.1
 
 
 def test_a_partition_outside_the_table_is_bounded_by_the_whole_split(plan, table):

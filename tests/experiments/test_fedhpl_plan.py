@@ -96,7 +96,7 @@ def test_the_baselines_train_from_random_initialisation(paper_plan):
         "pfedpt": {False},
         "pfedpg": {True},
         "fedhpl": {True},
-        **dict.fromkeys(["fedgen", "fedgh", "fedproto", "fedtgp", "fedhe"], {True}),
+        **dict.fromkeys(["fedgen", "fedgh", "fedproto", "fedtgp", "fedmd", "fedhe"], {True}),
     }
 
 
@@ -127,9 +127,9 @@ def test_fedhpl_uploads_every_correct_logit_and_table10_counts_in_binary_m(paper
 
 def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
     """Point 4: Fig. 4 draws the partitions of every data setting (seed 0); Table 9's FedHPL
-    rows count what all-upload and average-upload send at 10 and 100 classes; Table 13's
-    α sweeps run on every dataset with App. C.5.4's minimum shares, with homogeneous and
-    heterogeneous clients."""
+    rows count what all-upload and average-upload send at 10 and 100 classes, its other rows
+    what each heterogeneous-model baseline sends; Table 13's α sweeps run on every dataset
+    with App. C.5.4's minimum shares, with homogeneous and heterogeneous clients."""
     items = paper_plan.items
     fig4 = items["fedhpl/fig4"]["partitions"]
     settings = {(p["labels"]["dataset"], p["labels"]["partition"]) for p in fig4}
@@ -137,8 +137,10 @@ def test_fig4_table9_and_table13_are_built_from_the_plan(paper_plan):
     assert settings == {(d, s) for d in ("CIFAR-10", "CIFAR-100", "SVHN")
                         for s in ("IID", "Dir", "Non-IID")}  # fmt: skip
     table9 = paper_plan.structures[items["fedhpl/table9"]["structure"]["id"]]
-    rows = {(c["algorithm"]["upload"], c["num_classes"]) for c in table9["configs"]}
-    assert rows == {("all", 10), ("all", 100), ("average", 10), ("average", 100)}
+    rows = {(c["algorithm"].get("upload") or c["algorithm"]["name"], c["num_classes"])
+            for c in table9["configs"]}  # fmt: skip
+    baselines = ("fedgen", "fedgh", "fedproto", "fedtgp", "fedmd", "fedhe")
+    assert rows == {(u, c) for u in ("all", "average", *baselines) for c in (10, 100)}
     assert table9["quantities"] == ["uploaded"]
     shares = {"CIFAR-10": 0.01, "CIFAR-100": 0.1, "SVHN": 0.005}
     runs = items["fedhpl/table13"]["runs"]
@@ -187,3 +189,21 @@ def test_table2_and_the_ablation_figures_run_heterogeneous_clients(paper_plan):
         else:
             assert model["client_backbones"] == resnets and run["train"]["rounds"] == 100
         assert model["img_size"] == 224 and model["pretrained"]
+
+
+def test_fedmd_learns_from_a_public_set_other_than_its_private_data(paper_plan):
+    """Table 2's FedMD (App. B.3): 50 epochs of transfer learning, then 5 local epochs a round,
+    5,000 public samples a round, on a 10-class public set other than the run's (ours: SVHN
+    for CIFAR-10, CIFAR-10 for CIFAR-100 and SVHN), which the workflow prepares."""
+    runs = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] == "fedmd"]
+    assert len(runs) == 3 * 3 * 3  # datasets x partitions x seeds
+    for run in runs:
+        public = run["public"]["dataset"]
+        assert public == ("svhn" if run["dataset"] == "cifar10" else "cifar10")
+        assert public in paper_plan.datasets
+        assert run["algorithm"] == {"name": "fedmd", "samples": 5000, "pretrain_epochs": 50,
+                                    "digest_epochs": 1}  # fmt: skip
+        assert (run["train"]["local_epochs"], run["train"]["rounds"]) == (5, 100)
+        assert run["model"]["tuning_options"]["public_classes"] == 10
+    others = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] != "fedmd"]
+    assert not any("public" in r for r in others)

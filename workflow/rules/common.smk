@@ -8,7 +8,7 @@ from fedrepro.bench.work import WorkTable, job_resources, known_sizes
 from fedrepro.data.sources.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
-from fedrepro.experiments.plan import build_plan, shift_dataset
+from fedrepro.experiments.plan import build_plan, public_dataset, shift_dataset
 from fedrepro.jobs.forkserver import ForkServer
 from fedrepro.report.results import result_files
 from fedrepro.report.specs import check_specs
@@ -128,12 +128,19 @@ def shift_inputs(shift):
     return {} if name is None else {"shift_test": split_files(name)["test"]}
 
 
+def public_inputs(run):
+    """The training split of the public data set a run's algorithm reads (FedMD)."""
+    name = public_dataset(run)
+    return {} if name is None else {"public_train": split_files(name)["train"]}
+
+
 def partition_file(run):
     return f"{R}/partitions/{run['partition_id']}.json"
 
 
 def run_inputs(run):
     files = split_files(run["dataset"]) | shift_inputs(run.get("test_shift"))
+    files |= public_inputs(run)
     files["partition"] = partition_file(run)
     if run["model"].get("pretrained", True):
         names = dict.fromkeys(run["model"].get("client_backbones") or [])

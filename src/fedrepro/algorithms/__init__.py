@@ -8,6 +8,7 @@ from fedrepro.algorithms.feddc import FedDC
 from fedrepro.algorithms.fedhpl import FedHPL
 from fedrepro.algorithms.fedicon import FedICON, FedICONTest
 from fedrepro.algorithms.fedins import FedIns
+from fedrepro.algorithms.fedmd import FedMD
 from fedrepro.algorithms.fednova import FedNova
 from fedrepro.algorithms.fedpce import FedPCE
 from fedrepro.algorithms.fedprox import FedProx
@@ -51,6 +52,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         FedGH,
         FedTGP,
         FedGen,
+        FedMD,
     )
 }
 

@@ -113,7 +113,7 @@ def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
     ckey = counts_key(run)
     if ckey not in counts:
         counts[ckey] = partition_counts(run, sizes)
-    return run_work(run, sample_flops(run, counted), counts[ckey])
+    return run_work(run, sample_flops(run, counted), counts[ckey], sizes)
 
 
 def measured_rate(results: list[dict]) -> dict | None:

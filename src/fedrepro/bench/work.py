@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
+from fedrepro.fl.public import public_samples
 from fedrepro.tta import adapt_method
 
 REGENERATE = "python workflow/scripts/bench.py work --out config/flops/paper.json"
@@ -98,10 +99,12 @@ def counts_key(run: dict) -> str:
                        run.get("images")], sort_keys=True)  # fmt: skip
 
 
-def run_work(run: dict, per_sample: dict, counts: dict) -> dict:
+def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = None) -> dict:
     """Samples and FLOPs (in all and by class) of one run over all its rounds, from
     ``per_sample`` (``fedrepro.bench.flops.per_sample_flops``) and ``counts``
-    (``fedrepro.bench.cost.partition_counts``)."""
+    (``fedrepro.bench.cost.partition_counts``); a run with a public data set (FedMD) adds
+    the public samples its algorithm trains on and forwards (``fedrepro.fl.public``), the
+    public split's size from ``sizes`` (``known_sizes``), each at the run's per-sample cost."""
     t = run["train"]
     own_models = per_sample["personalized"] or counts["transforms"]
     evaluated = counts["own_test"] if own_models else counts["test"]
@@ -112,14 +115,23 @@ def run_work(run: dict, per_sample: dict, counts: dict) -> dict:
         per_round = counts["clients"] * int(t["local_steps"]) * int(t["batch_size"])
     else:
         per_round = int(t["local_epochs"]) * counts["train"]
-    train = rounds * float(t.get("fraction", 1.0)) * per_round
+    fraction = float(t.get("fraction", 1.0))
+    public = (run.get("public") or {}).get("dataset")
+    public_train = int((sizes or {}).get(public, {}).get("train", 0)) if public else 0
+    if public and not public_train:
+        raise ValueError(f"public.dataset {public!r}: no training-split size known to price it")
+    trained, forwarded = public_samples(
+        run["algorithm"], public_train, counts["clients"], rounds, fraction
+    )
+    train = rounds * fraction * per_round + trained
+    evaluated_all = evals * evaluated + forwarded
     by = per_sample["by_class"]
-    by_class = {c: train * by["train"].get(c, 0.0) + evals * evaluated * by["eval"].get(c, 0.0)
+    by_class = {c: train * by["train"].get(c, 0.0) + evaluated_all * by["eval"].get(c, 0.0)
                 for c in {*by["train"], *by["eval"]}}  # fmt: skip
     return {
         "train_samples": train,
-        "eval_samples": evals * evaluated,
-        "flops": train * per_sample["train"] + evals * evaluated * per_sample["eval"],
+        "eval_samples": evaluated_all,
+        "flops": train * per_sample["train"] + evaluated_all * per_sample["eval"],
         "by_class": by_class,
     }
 
@@ -173,7 +185,7 @@ class WorkTable:
                 "transforms": True}  # fmt: skip
 
     def work(self, run: dict) -> dict:
-        return run_work(run, self.per_sample(run), self.counts_of(run))
+        return run_work(run, self.per_sample(run), self.counts_of(run), self.sizes)
 
 
 def job_resources(plan, table: WorkTable | None, stage: str, key: str | None, attempt: int = 1):

@@ -274,7 +274,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                 adapt = smoke_adapt(adapt, plan.smoke)
             if adapt is not None:
                 validate(adapt, "adapt", f"experiments/{paper} grids.{gname} adapt")
-                _register_shift(plan, adapt.get("shift"), scale_cfg)
+                _register_dataset(plan, shift_dataset(adapt.get("shift")), scale_cfg)
             check_options(paper, doc, labels, cfg, adapt)  # what the schemas cannot see
             seeds = doc["grids"][gname].get("seeds", doc["seeds"])
             for seed in seeds[:1] if plan.smoke else seeds:
@@ -555,7 +555,8 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     validate({"data": {}, "partition_id": "", **run}, "run", where)  # before any lookup
     dataset = run["dataset"]
     run["data"] = _data_of(scale_cfg, dataset)
-    _register_shift(plan, run.get("test_shift"), scale_cfg)
+    _register_dataset(plan, shift_dataset(run.get("test_shift")), scale_cfg)
+    _register_dataset(plan, public_dataset(run), scale_cfg)
     backbone = run["model"]["backbone"]
     names = _client_backbones(run, run["partition"]["clients"], where)
     mapping = scale_cfg.get("backbones", {})
@@ -613,9 +614,14 @@ def shift_dataset(shift: dict | None) -> str | None:
     return shift.get("dataset") if shift and shift.get("kind") == "dataset" else None
 
 
-def _register_shift(plan: Plan, shift: dict | None, scale_cfg: dict) -> None:
-    """That dataset is then one the workflow prepares."""
-    name = shift_dataset(shift)
+def public_dataset(run: dict) -> str | None:
+    """The dataset whose training split is a run's public data (FedMD; ``public.dataset``)."""
+    return (run.get("public") or {}).get("dataset")
+
+
+def _register_dataset(plan: Plan, name: str | None, scale_cfg: dict) -> None:
+    """A dataset a run reads beside its own (a shift's, a public set) is then one the
+    workflow prepares."""
     if name is not None:
         plan.datasets.setdefault(name, _data_of(scale_cfg, name))
 

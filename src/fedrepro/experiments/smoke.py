@@ -3,9 +3,10 @@ every model, image size, class count, tuning, algorithm and adaptation unchanged
 where only time and data go: synthetic data at each real dataset's shape (the scale's
 ``data`` block gets ``smoke.data``), at most ``clients`` clients a partition, ``rounds``
 rounds of ``steps`` local steps at batch ``batch_size`` on each client's first ``images``
-training images, the first seed, and a covering subset of the grids' cells: one cell per
-distinct (algorithm, backbone, tuning, adaptation method), the one on the dataset earliest in
-``prefer``, and one more for every item none of those reach, so every item builder runs.
+training images (and as many public samples a round: FedMD's), the first seed, and a
+covering subset of the grids' cells: one cell per distinct (algorithm, backbone, tuning,
+adaptation method), the one on the dataset earliest in ``prefer``, and one more for every
+item none of those reach, so every item builder runs.
 Partition schemes whose client count is their structure keep it, at its smallest: one client a
 domain, or as many as make one new client where FedPCE marks a share new (``domain``), two a
 kind (``fedpce_degradation``, m = 2 as in FedPCE's smallest setting, and a client's Dirichlet
@@ -41,8 +42,11 @@ def smoke_run(run: dict, smoke: dict) -> dict:
         partition = _fewer_clients(run["partition"], int(smoke["clients"]))
     if isinstance(partition.get("k"), list):  # one class count a client: the kept clients'
         partition["k"] = partition["k"][: int(partition["clients"])]
+    algorithm = run["algorithm"]
+    if run.get("public"):  # public samples a round (FedMD's): at most a client's images
+        algorithm = {**algorithm, "samples": min(int(algorithm.get("samples", images)), images)}
     return {**run, "train": train, "eval_every": 1, "images": images, "partition": partition,
-            "model": model}  # fmt: skip
+            "model": model, "algorithm": algorithm}  # fmt: skip
 
 
 def _fewer_clients(part: dict, most: int) -> dict:

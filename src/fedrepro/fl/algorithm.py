@@ -54,6 +54,7 @@ class Algorithm:
 
     name = "fedavg"
     exchanged: tuple[str, ...] = ()  # the attributes ``exchange`` sets (``exchange_state``)
+    uses_public = False  # whether the run gives it a public data set (FedMD; ``use_public``)
 
     def __init__(self, weighting: str = "samples", buffers: str = "average", **unknown):
         if unknown:
@@ -72,6 +73,13 @@ class Algorithm:
         self.train_data: Any = None
         self.client_train: list[torch.Tensor] = []
         self.client_models: list[nn.Module] = []
+        self.public: Any = None  # the public data (a DeviceData) where the algorithm uses one
+
+    def use_public(self, data: Any) -> None:
+        """The run's public data set (``public``: FedMD's), on the device as the job loaded it."""
+        if not self.uses_public:
+            raise ValueError(f"public: algorithm '{self.name}' reads no public data")
+        self.public = data
 
     def configure(
         self,

@@ -91,6 +91,19 @@ def held_out(train: DeviceData, test: DeviceData) -> DeviceData:
     return replace(test, images=train.images, labels=train.labels)
 
 
+def public_data(cfg: dict, data_dir: Path, test: DeviceData) -> DeviceData:
+    """The run's public data set (``public.dataset``: FedMD's), its training split prepared
+    beside the run's dataset and fed with the run's test input settings (``test``'s size and
+    normalisation, no augmentation)."""
+    name = (cfg.get("public") or {}).get("dataset")
+    if not name:
+        raise ValueError(f"algorithm {cfg['algorithm']['name']}: give the run a public data set "
+                         "(public.dataset)")  # fmt: skip
+    split = load_split(Path(data_dir).parent / name / "train.safetensors",
+                       device=test.labels.device)  # fmt: skip
+    return replace(test, images=split.images, labels=split.labels)
+
+
 def load_data(
     path: Path,
     device,

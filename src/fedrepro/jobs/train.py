@@ -29,6 +29,7 @@ from fedrepro.fl.build import (
     load_train_test,
     pick_device,
     pooled,
+    public_data,
     set_tf32,
     shifted_test,
 )
@@ -203,8 +204,12 @@ def load_job(
         cfg["model"], classes, seed, backbone, dev, len(clients)
     )
     algorithms = [make_algorithm(cfg["algorithm"]) for _ in models]
+    uses = algorithms[0].uses_public or cfg.get("public") is not None
+    public = public_data(cfg, data_dir, test) if uses else None
     for m, a in zip(models, algorithms, strict=True):
         a.prepare_model(m)
+        if public is not None:
+            a.use_public(public)
     if cfg.get("cv") is not None:
         train, test = pooled(train, test)  # folds cut each client's pooled images
     if len(models) == 1:
