@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from timm.models.resnet import BasicBlock, ResNet
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.algorithms.fedmd import both_heads
-from fedrepro.fl.algorithm import ClientCtx
+from fedrepro.algorithms.fedmd import FedMD, both_heads
+from fedrepro.fl.algorithm import ClientCtx, Payload
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import run_rounds
 from fedrepro.fl.local import outputs_of
@@ -48,7 +48,7 @@ def _models():
 
 
 def _federate(rounds=3, public=None, **kw):
-    data, clients = problem(num_clients=3, per_client=24)
+    data, clients = problem(num_clients=3, sizes=[12, 24, 48])  # a weighted mean would differ
     clients.architecture = [0, 1, 0]
     models = _models()
     algs = [make_algorithm(CFG) for _ in models]
@@ -136,11 +136,18 @@ def test_transfer_learning_runs_once_per_client_on_the_public_labels():
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
 
 
-def test_a_killed_run_resumes_to_identical_numbers(tmp_path):
+def test_a_killed_run_resumes_to_identical_numbers_without_transfer_learning_again(
+    tmp_path, monkeypatch
+):
     full, *_ = _federate(rounds=3)
     with contextlib.suppress(Killed):
         _federate(rounds=3, checkpoint=tmp_path / "ck.pt", log=dies_at(2))
+    transfers = []
+    transfer = FedMD.transfer
+    monkeypatch.setattr(FedMD, "transfer", lambda self, ctx: transfers.append(ctx.client)
+                        or transfer(self, ctx))  # fmt: skip
     resumed, algs, *_ = _federate(rounds=3, checkpoint=tmp_path / "ck.pt")
+    assert transfers == []  # the clients' transfer learning was restored, not redone
     assert [r["acc"] for r in resumed.history] == [r["acc"] for r in full.history]
     assert algs[0].pretrained == [0, 2] and algs[1].pretrained == [1]
     for name, value in full.local[1].items():
@@ -171,3 +178,27 @@ def test_public_data_is_refused_where_the_algorithm_reads_none_and_fedmd_needs_a
     plain = apply_tuning(create_backbone("resnet_mini", C), "head_split", projection="none")
     with pytest.raises(ValueError, match="public_classes"):
         alg.setup(plain, 1)
+
+
+def test_a_consensus_is_sent_only_for_the_round_whose_samples_it_is_over():
+    """A round whose every upload was excluded leaves the last consensus, over the samples of
+    the round before: no client digests it against other images."""
+    model = _models()[0]
+    alg = make_algorithm(CFG)
+    alg.use_public(_public())
+    alg.configure([24], train_cfg()["train"])
+    alg.setup(model, 1)
+    upload = {"logits": torch.ones(SAMPLES, C + P), "labels": torch.zeros(SAMPLES).long()}
+    alg.exchange([Payload(0, 24, 1, {}, upload)], 1)
+    alg.downlink({}, 2)
+    assert set(alg.downlink_to(0, {})) == {"consensus"}
+    alg.downlink({}, 3)  # round 2's uploads were all excluded: no exchange
+    assert alg.downlink_to(0, {}) == {}
+
+
+def test_public_labels_beyond_the_public_head_are_refused():
+    alg = make_algorithm(CFG)
+    alg.use_public(_public())
+    alg.public.labels[0] = P  # a third class for a 2-class public head
+    with pytest.raises(ValueError, match="beyond public_classes 2"):
+        alg.setup(_models()[0], 1)

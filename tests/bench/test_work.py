@@ -147,6 +147,10 @@ def test_a_fedmd_run_is_priced_with_the_work_on_its_public_set(plan, table):
     assert work["train_samples"] - alone["train_samples"] == 5 * 50 * public + 100 * 5 * 5000
     assert work["eval_samples"] - alone["eval_samples"] == 100 * 5 * 5000
     assert work["flops"] > alone["flops"] * 1.1
+    budget = copy.deepcopy(run)  # a step budget (the smoke's) caps each public phase too
+    budget["train"].update(local_steps=2, batch_size=4)
+    smoke, smoke_alone = table.work(budget), table.work({**plain, "train": budget["train"]})
+    assert smoke["train_samples"] - smoke_alone["train_samples"] == 5 * 8 + 100 * 5 * 8
 
 
 def test_a_partition_outside_the_table_is_bounded_by_the_whole_split(plan, table):

@@ -77,7 +77,9 @@ def mse_to_global(q: torch.Tensor, y: torch.Tensor, teacher: tuple) -> torch.Ten
     return F.mse_loss(q, target)
 
 
-def trained_class_means(ctx: ClientCtx, num_classes: int, dim: int) -> dict[str, torch.Tensor]:
+def trained_class_means(
+    ctx: ClientCtx, num_classes: int, dim: int, batch_size: int
+) -> dict[str, torch.Tensor]:
     """The class means (``means`` ``[C, dim]``) and counts (``counts`` ``[C]``) of what the
     classifier reads (the mapped representation) of the client's training images after local
     training (evaluation mode, no augmentation): FedGH's and FedTGP's uploads. A client without
@@ -86,7 +88,7 @@ def trained_class_means(ctx: ClientCtx, num_classes: int, dim: int) -> dict[str,
         counts = torch.zeros(num_classes)
         counts[0] = ctx.num_samples
         return {"means": torch.zeros(num_classes, dim), "counts": counts}
-    q, y = outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1])
+    q, y = outputs_of(ctx.model, ctx.data, ctx.idx, lambda m, x: with_features(m, x)[1], batch_size)
     sums, counts = class_sums(q, y, num_classes)
     return {"means": sums / counts.clamp(min=1)[:, None], "counts": counts}
 
@@ -249,7 +251,7 @@ class FedGH(Algorithm):
         put_head(ctx.model, {k.removeprefix("head."): v for k, v in ctx.downloaded.items()})
 
     def client_end(self, ctx: ClientCtx) -> Payload:
-        extra = trained_class_means(ctx, self.num_classes, self.dim)
+        extra = trained_class_means(ctx, self.num_classes, self.dim, self.eval_batch)
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
     def exchange(self, payloads: list[Payload], r: int) -> None:

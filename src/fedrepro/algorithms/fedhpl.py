@@ -148,7 +148,7 @@ class FedHPL(Algorithm):
         if ctx.data is None:
             y = torch.zeros(ctx.num_samples, dtype=torch.long, device="cpu")
             return F.one_hot(y, self.num_classes).float(), y
-        return outputs_of(ctx.model, ctx.data, ctx.idx)
+        return outputs_of(ctx.model, ctx.data, ctx.idx, batch_size=self.eval_batch)
 
     def exchange(self, payloads: list[Payload], r: int) -> None:
         """Every client's global logits (Eq. 8) from what every client uploaded."""

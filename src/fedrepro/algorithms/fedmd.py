@@ -18,6 +18,9 @@ public set). Nothing is averaged; per client and round:
 - **Communicate**: both heads' logits on the next round's public samples, and each sample's
   label: C + P + 1 scalars a sample (Table 9: 21 and 111 at C = 10 and 100, P = 10).
 
+A run's ``train.local_steps`` (the smoke's step budget) caps the transfer and the digest as it
+caps the private training: that many steps each, whatever their passes.
+
 The server's consensus is the plain mean of the clients' logits (FedMD.py: the parties'
 logits summed and divided by their number). A round's public samples are ``samples``
 (FedMD's ``N_alignment``, 5,000 in the conf file above) drawn without replacement from the
@@ -54,7 +57,7 @@ def both_heads(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 class FedMD(Algorithm):
     name = "fedmd"
     uses_public = True
-    exchanged = ("consensus",)
+    exchanged = ("consensus", "consensus_round")
 
     def __init__(
         self,
@@ -68,6 +71,8 @@ class FedMD(Algorithm):
         self.samples, self.pretrain_epochs = int(samples), int(pretrain_epochs)
         self.digest_epochs = int(digest_epochs)
         self.consensus: torch.Tensor | None = None  # [samples, C + P] after the first round
+        self.consensus_round = 0  # the round whose public samples the consensus is over
+        self.round_sent = 0  # the round the server is sending to (``downlink``)
         self.pretrained: list[int] = []  # clients that did their transfer learning
 
     def local_keys(self, model: nn.Module) -> set[str]:
@@ -82,9 +87,9 @@ class FedMD(Algorithm):
             )
         self.num_classes = model.head.out_features
         self.public_classes = model.public_head.out_features
-        if self.public is not None and len(self.public.labels.unique()) > self.public_classes:
-            raise ValueError(f"public: the public set has more classes than "
-                             f"public_classes {self.public_classes}")  # fmt: skip
+        if self.public is not None and int(self.public.labels.max()) >= self.public_classes:
+            raise ValueError(f"public: the public set's labels reach beyond public_classes "
+                             f"{self.public_classes}")  # fmt: skip
 
     def exchanges(self) -> bool:
         return True
@@ -96,7 +101,15 @@ class FedMD(Algorithm):
         return order[: min(self.samples, n)].to(self.public.labels.device)
 
     def downlink_to(self, client: int, down: dict) -> dict[str, torch.Tensor]:
-        return {} if self.consensus is None else {"consensus": self.consensus}
+        """The consensus over this round's public samples; none in round 1, or after a round
+        whose every upload was excluded (the last consensus is over other samples)."""
+        if self.consensus is None or self.consensus_round != self.round_sent:
+            return {}
+        return {"consensus": self.consensus}
+
+    def downlink(self, current: dict[str, torch.Tensor], r: int) -> dict[str, torch.Tensor]:
+        self.round_sent = r
+        return current
 
     def client_begin(self, ctx: ClientCtx) -> None:
         if self.public is None:  # a structure job: shapes only, no training
@@ -140,7 +153,7 @@ class FedMD(Algorithm):
                      "labels": torch.zeros(1, dtype=torch.long)}  # fmt: skip
         else:
             idx = self.public_indices(ctx.round + 1)
-            logits, labels = outputs_of(ctx.model, self.public, idx, both_heads)
+            logits, labels = outputs_of(ctx.model, self.public, idx, both_heads, self.eval_batch)
             extra = {"logits": logits, "labels": labels}
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
@@ -149,11 +162,14 @@ class FedMD(Algorithm):
         logits = torch.stack([p.extra["logits"] for p in payloads])
         w = torch.tensor(self.weights(payloads), device=logits.device, dtype=logits.dtype)
         self.consensus = torch.einsum("j,jnc->nc", w, logits)
+        self.consensus_round = r + 1
 
     def state_dict(self) -> dict:
         consensus = None if self.consensus is None else self.consensus.cpu()
-        return {"consensus": consensus, "pretrained": list(self.pretrained)}
+        return {"consensus": consensus, "consensus_round": self.consensus_round,
+                "pretrained": list(self.pretrained)}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.consensus = state.get("consensus")
+        self.consensus_round = int(state.get("consensus_round", 0))
         self.pretrained = list(state.get("pretrained", []))

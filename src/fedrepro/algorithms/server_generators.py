@@ -140,7 +140,7 @@ class FedTGP(FedProto):
         return loss
 
     def client_end(self, ctx: ClientCtx) -> Payload:
-        extra = trained_class_means(ctx, self.num_classes, self.dim)
+        extra = trained_class_means(ctx, self.num_classes, self.dim, self.eval_batch)
         return Payload(ctx.client, ctx.num_samples, ctx.steps, {}, extra)
 
     def exchange(self, payloads: list[Payload], r: int) -> None:

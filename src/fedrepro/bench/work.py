@@ -120,8 +120,9 @@ def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = Non
     public_train = int((sizes or {}).get(public, {}).get("train", 0)) if public else 0
     if public and not public_train:
         raise ValueError(f"public.dataset {public!r}: no training-split size known to price it")
+    steps = int(t["local_steps"]) * int(t["batch_size"]) if t.get("local_steps") else None
     trained, forwarded = public_samples(
-        run["algorithm"], public_train, counts["clients"], rounds, fraction
+        run["algorithm"], public_train, counts["clients"], rounds, fraction, steps
     )
     train = rounds * fraction * per_round + trained
     evaluated_all = evals * evaluated + forwarded

@@ -452,7 +452,8 @@ def _given_configs(source: dict, where: str) -> list[dict]:
     """The rows of a source that names no grid: ``configs`` maps each row label to its
     ``model`` (a run's model block), ``algorithm`` (default FedAvg: every parameter trained),
     ``clients`` and optionally ``server_model`` (``models.server_models``). For the
-    structural numbers of methods no grid trains (FedHPL Tables 2 and 7-9)."""
+    structural numbers of a method's model at backbones and class counts its runs do not
+    have (FedHPL Tables 2 and 7-9)."""
     out = []
     for label, given in source["configs"].items():
         unknown = sorted(set(given or {}) - GIVEN_KEYS)

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedrepro.fl.local import EVAL_BATCH
 from fedrepro.fl.tensors import take, weighted_sum
 
 
@@ -99,6 +100,12 @@ class Algorithm:
         self.train_data = data
         self.client_train = list(client_train or [])
         self.client_models = list(client_models or [])
+
+    @property
+    def eval_batch(self) -> int:
+        """The batch of the algorithm's own forward passes without gradients (what a client
+        uploads of its images): the run's ``train.eval_batch_size``, as evaluation's."""
+        return int(self.train_cfg.get("eval_batch_size", EVAL_BATCH))
 
     def prepare_model(self, model: nn.Module) -> None:
         """Add what the algorithm keeps in the model (FedTHE's personal head), right after the

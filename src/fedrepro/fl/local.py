@@ -127,13 +127,15 @@ def outputs_of(
     data: DeviceData,
     idx: torch.Tensor,
     forward: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+    batch_size: int = EVAL_BATCH,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``forward(model, x)`` (default: the logits) of samples ``idx`` in evaluation mode,
-    without augmentation, in float32, and their labels (what a client uploads of its own
-    training images: FedHPL's logits, FedGH's representations)."""
+    without augmentation, in float32, in batches of ``batch_size``, and their labels (what a
+    client uploads of its own training images: FedHPL's logits, FedGH's representations;
+    FedMD's logits on public images)."""
     model.eval()
     out, labels = [], []
-    for part in idx.split(EVAL_BATCH):
+    for part in idx.split(batch_size):
         x, y = data.batch(part)
         out.append((model(x) if forward is None else forward(model, x)).float())
         labels.append(y)

@@ -11,18 +11,28 @@ PUBLIC_ALGORITHMS = {"fedmd": FEDMD_SCHEDULE}
 
 
 def public_samples(
-    algorithm: dict, public_train: int, clients: int, rounds: int, fraction: float = 1.0
+    algorithm: dict,
+    public_train: int,
+    clients: int,
+    rounds: int,
+    fraction: float = 1.0,
+    step_samples: int | None = None,
 ) -> tuple[float, float]:
     """(trained, forwarded) public samples of a run of ``algorithm`` (its config block) over
     ``rounds``: each client's transfer learning once (every pass over ``public_train``
     images), and per client and round a digest of the round's samples (trained) and its
-    logits on the next round's (forwarded); (0, 0) for an algorithm without public data."""
+    logits on the next round's (forwarded); (0, 0) for an algorithm without public data, or
+    a run without a public set (``public_train`` 0).
+    ``step_samples`` (``train.local_steps`` × batch, where the run sets a step budget: the
+    smoke's) is what each training phase then takes instead of its passes."""
     schedule = PUBLIC_ALGORITHMS.get(algorithm["name"])
-    if schedule is None:
+    if schedule is None or not public_train:
         return 0.0, 0.0
     s = {**schedule, **{k: algorithm[k] for k in schedule if k in algorithm}}
     per_round = min(int(s["samples"]), int(public_train))
     updates = rounds * fraction * clients  # client rounds
-    trained = clients * int(s["pretrain_epochs"]) * public_train
-    trained += updates * int(s["digest_epochs"]) * per_round
-    return float(trained), float(updates * per_round)
+    transfer = int(s["pretrain_epochs"]) * public_train
+    digest = int(s["digest_epochs"]) * per_round
+    if step_samples is not None:
+        transfer = digest = step_samples
+    return float(clients * transfer + updates * digest), float(updates * per_round)
