@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
-from fedrepro.fl.public import public_samples
+from fedrepro.fl.public import public_dataset, public_samples
 from fedrepro.tta import adapt_method
 
 REGENERATE = "python workflow/scripts/bench.py work --out config/flops/paper.json"
@@ -116,7 +116,7 @@ def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = Non
     else:
         per_round = int(t["local_epochs"]) * counts["train"]
     fraction = float(t.get("fraction", 1.0))
-    public = (run.get("public") or {}).get("dataset")
+    public = public_dataset(run)
     public_train = int((sizes or {}).get(public, {}).get("train", 0)) if public else 0
     if public and not public_train:
         raise ValueError(f"public.dataset {public!r}: no training-split size known to price it")

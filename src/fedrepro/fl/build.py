@@ -15,6 +15,7 @@ from fedrepro.data.transforms.batches import MEAN, STD, channel_stats
 from fedrepro.data.transforms.corruptions import COMMON9, CORRUPTIONS, random_corruptions
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.groups import architectures
+from fedrepro.fl.public import public_dataset
 from fedrepro.models.registry import BACKBONES, create_backbone
 from fedrepro.models.tuning import apply_tuning
 from fedrepro.models.weights import load_weights
@@ -95,7 +96,7 @@ def public_data(cfg: dict, data_dir: Path, test: DeviceData) -> DeviceData:
     """The run's public data set (``public.dataset``: FedMD's), its training split prepared
     beside the run's dataset and fed with the run's test input settings (``test``'s size and
     normalisation, no augmentation)."""
-    name = (cfg.get("public") or {}).get("dataset")
+    name = public_dataset(cfg)
     if not name:
         raise ValueError(f"algorithm {cfg['algorithm']['name']}: give the run a public data set "
                          "(public.dataset)")  # fmt: skip

@@ -10,6 +10,11 @@ FEDMD_SCHEDULE = {"samples": 5000, "pretrain_epochs": 50, "digest_epochs": 1}
 PUBLIC_ALGORITHMS = {"fedmd": FEDMD_SCHEDULE}
 
 
+def public_dataset(run: dict) -> str | None:
+    """The dataset whose training split is a run's public data (``public.dataset``), if any."""
+    return (run.get("public") or {}).get("dataset")
+
+
 def public_samples(
     algorithm: dict,
     public_train: int,

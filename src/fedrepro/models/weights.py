@@ -235,9 +235,9 @@ def fetch_backbone(
     network; otherwise, unless ``offline``, timm downloads the release, or ``download(url,
     folder)`` one published as a plain URL (``source: release``; the caller passes
     ``fedrepro.data.sources.download.fetch_release``: this layer does no I/O of its own). Tiny
-    and from-scratch
-    backbones have nothing to fetch. With ``random`` (the paper-shape smoke), a backbone with no
-    staged file gets its random initialisation, written as a fetched one (``source: random``)."""
+    and from-scratch backbones have nothing to fetch. With ``random`` (the paper-shape smoke), a
+    backbone with no staged file gets its random initialisation, written as a fetched one
+    (``source: random``)."""
     spec = get_spec(name)
     if spec.source in ("workflow", "scratch"):
         raise ValueError(
