@@ -202,3 +202,25 @@ def test_public_labels_beyond_the_public_head_are_refused():
     alg.public.labels[0] = P  # a third class for a 2-class public head
     with pytest.raises(ValueError, match="beyond public_classes 2"):
         alg.setup(_models()[0], 1)
+
+
+def test_uploads_forward_in_the_runs_evaluation_batches():
+    """A 3×3-stem client's forward passes without gradients (FedMD's public logits, FedGH's
+    class means) take ``train.eval_batch_size`` (128 at paper scale), not the engine's 1,024:
+    a ResNet-50's first stage at 224 px is 51 MB a sample."""
+    data, clients = problem(num_clients=1, per_client=24)
+    for cfg, client in ((CFG, CLIENT), ({"name": "fedgh"}, {"feature_dim": 16, "stem": 3,
+                                                           "projection": "linear"})):  # fmt: skip
+        torch.manual_seed(0)
+        model = apply_tuning(create_backbone("resnet_mini", C), "head_split", **client)
+        alg = make_algorithm(cfg)
+        if alg.uses_public:
+            alg.use_public(_public())
+        alg.configure([24], {**train_cfg()["train"], "eval_batch_size": 4}, data, clients.train)
+        alg.setup(model, 1)
+        seen = []
+        hook = model.body.register_forward_pre_hook(lambda _, a, s=seen: s.append(len(a[0])))
+        ctx = ClientCtx(0, model, {}, 0.05, 0.9, 24, round=1, data=data, idx=clients.train[0])
+        alg.client_end(ctx)
+        hook.remove()
+        assert seen and max(seen) == 4, (cfg["name"], seen)

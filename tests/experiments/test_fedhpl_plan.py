@@ -207,3 +207,11 @@ def test_fedmd_learns_from_a_public_set_other_than_its_private_data(paper_plan):
         assert run["model"]["tuning_options"]["public_classes"] == 10
     others = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] != "fedmd"]
     assert not any("public" in r for r in others)
+
+
+def test_the_3x3_stem_clients_evaluate_in_batches_that_fit(paper_plan):
+    """FedGH, FedMD and FedHE keep 224 px through their first stage: their forward passes
+    without gradients take batches of 128 (ours), every other run the engine's default."""
+    for run in paper_plan.runs.values():
+        stem3 = run["model"].get("tuning_options", {}).get("stem") == 3
+        assert (run["train"].get("eval_batch_size") == 128) == stem3 or run["paper"] != "fedhpl"
