@@ -125,3 +125,40 @@ def test_a_cluster_run_without_a_core_count_uses_this_machines_cores(tmp_path, m
     monkeypatch.setattr("os.cpu_count", lambda: 3)
     out = budget(tmp_path, None, {"paper_minutes": 6, "total_minutes": 25}, None)
     assert out["cores"] == 3 and out["wall_seconds"] == 66.0 / 3
+
+
+def _table(root: Path, paper: str, item: str, rows: list[tuple]) -> None:
+    """An item's CSV as report.tables writes it: (dataset, method, mean, chance, paper)."""
+    path = root / "tables" / paper / f"{item}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["dataset,method,column,kind,n,mean,chance,text,paper_value"]
+    lines += [f"{d},{m},{d},measured,1,{v},{c},{v},{p}" for d, m, v, c, p in rows]
+    lines.append("CIFAR-10,,gap,diff,1,3.0,,3.0,4.0")  # a difference has no chance level
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_each_paper_row_counts_cells_against_chance_and_the_claims_that_hold(tmp_path):
+    _default(tmp_path)
+    _table(tmp_path, "b", "table1", [
+        ("CIFAR-10", "FedAvg", 25.0, 10.0, 60.0),  # paper 6× chance, ours 2.5×: counts
+        ("CIFAR-10", "Ours", 15.0, 10.0, 70.0),  # paper 7×, ours 1.5×: listed below
+        ("CIFAR-100", "FedAvg", 1.5, 1.0, 2.5),  # paper 2.5×: not held to twice chance
+        ("CIFAR-100", "Ours", 3.0, 1.0, ""),  # no paper value: counts among cells only
+    ])  # fmt: skip
+    claims = tmp_path / "claims" / "b.csv"
+    claims.parent.mkdir(parents=True, exist_ok=True)
+    claims.write_text("claim,holds_paper,holds_ours\nc1,True,True\nc2,True,False\n"
+                      "c3,,True\nc4,False,False\n")  # fmt: skip
+    out = budget(tmp_path, 2, {"paper_minutes": 6, "total_minutes": 25}, None)
+    learning = out["papers"]["b"]["learning"]
+    assert (learning["cells"], learning["cells_twice_chance"]) == (4, 2)
+    assert (learning["reported_thrice"], learning["reported_thrice_ours_twice"]) == (2, 1)
+    assert (learning["claims"], learning["claims_hold"]) == (4, 2)
+    assert (learning["paper_claims"], learning["paper_claims_hold"]) == (2, 1)
+    assert [b["cell"] for b in learning["below"]] == ["CIFAR-10 · Ours"]
+    assert (
+        out["papers"]["a"]["learning"]["cells"] == 0 and "learning" not in out["papers"]["shared"]
+    )
+    text = write_budget(tmp_path / "budget.json", out)[0].read_text()
+    assert "2/4 (50%)" in text and "1/2 (50%)" in text
+    assert re.search(r"\| b +\| table1 +\| CIFAR-10 · Ours +\| 15.0 ", text)

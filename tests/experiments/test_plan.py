@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedrepro.data.sources.registry import get_dataset
 from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import build_plan
 
@@ -265,3 +266,15 @@ def test_a_claim_on_the_best_round_keeps_its_item_evaluated_every_round(tmp_path
     kept = build_plan({**CONFIG, "papers": ["baselines"]}, tmp_path)
     trained = [r for r in kept.items["baselines/finetune"]["runs"] if r["stage"] == "train"]
     assert trained and all(kept.runs[r["id"]].get("eval_every", 1) == 1 for r in trained)
+
+
+def test_every_item_run_carries_the_classes_of_its_dataset(plan) -> None:
+    """A table's chance level is 100 over the classes its runs tell apart: the plan gives
+    each item's run the count of its dataset (SVHN 10, Tiny-ImageNet 200, ...)."""
+    seen = set()
+    for manifest in plan.items.values():
+        for entry in manifest.get("runs", []):
+            dataset = plan.runs[entry.get("run", entry["id"])]["dataset"]
+            assert entry["classes"] == get_dataset(dataset).num_classes
+            seen.add(entry["classes"])
+    assert {10, 200} <= seen

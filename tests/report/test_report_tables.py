@@ -286,3 +286,21 @@ def test_statistics_make_columns_from_several_metrics_of_each_run(tmp_path: Path
     bad = {**manifest, "spec": {**spec, "statistics": {"label": "statistic"}}}
     with pytest.raises(ValueError, match="statistics"):
         make_table(with_files(bad, runs), tmp_path / "bad", None)
+
+
+def test_an_accuracy_cell_carries_its_chance_level_and_nothing_else_does(tmp_path: Path) -> None:
+    """100 over the classes of the cell's runs (the budget page's twice-chance share); a
+    difference column or a scaled count has none."""
+    cells = {("SVHN", "Dir(0.5)", "FedAvg", "w/o adapter"): (80.0, 1.0),
+             ("SVHN", "Dir(0.5)", "FedAvg", "w/ adapter"): (78.0, 1.0),
+             ("CIFAR-100", "Dir(0.5)", "FedAvg", "w/o adapter"): (40.0, 1.0),
+             ("CIFAR-100", "Dir(0.5)", "FedAvg", "w/ adapter"): (41.0, 1.0)}  # fmt: skip
+    for spec, want in ((SPEC, {"SVHN": 10.0, "CIFAR-100": 1.0}), ({**SPEC, "multiply": 2.0}, {})):
+        manifest = make_manifest(cells, LABELS, tmp_path / "runs", spec=spec)
+        for run in manifest["runs"]:
+            run["classes"] = 100 if run["labels"]["dataset"] == "CIFAR-100" else 10
+        make_table(manifest, tmp_path / "out" / "t", None)
+        frame = pd.read_csv(tmp_path / "out" / "t.csv")
+        measured = frame[frame["kind"] == "measured"]
+        assert measured.groupby("dataset")["chance"].max().dropna().to_dict() == want
+        assert frame.loc[frame["kind"] == "diff", "chance"].isna().all()

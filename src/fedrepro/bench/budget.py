@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedrepro.bench import learning as learned
 from fedrepro.bench.summary import md_table
 from fedrepro.report.output import write_text
 
@@ -131,11 +132,51 @@ def budget(
         minutes = p["seconds"] / max(cores, 1) * scale / 60
         within = None if name in (SHARED, BENCH) else minutes <= limits["paper_minutes"]
         out["papers"][name] = {**p, "minutes": minutes, "within": within}
+        if within is not None:  # a paper's: does it learn (bench.learning)
+            out["papers"][name]["learning"] = learned.paper_learning(root, name)
     out["minutes"] = wall / 60
     out["within"] = out["minutes"] <= limits["total_minutes"]
     if timed and timed.get("cpu_seconds") is not None:
         out["snakemake_share"] = timed["cpu_seconds"] / (wall * max(cores, 1))
     return out
+
+
+LEARNING_TEXT = (
+    "Whether it learns (mini scale, not the papers' numbers): of a paper's accuracy cells, "
+    "those at least twice chance (chance: 100 % over the classes); of the cells the paper "
+    "reports at three times chance or more, those at least twice chance on ours; the claims "
+    "that hold on ours, and of those that hold on the paper's own numbers, the ones that hold "
+    "on ours too (the reasons of the others: docs/methods/<paper>.md)."
+)
+BELOW_TITLE = "Cells the paper reports at three times chance or more, below twice chance here"
+
+
+def _learning_columns(learning: dict | None) -> dict[str, str]:
+    if learning is None:
+        return dict.fromkeys(LEARNING_COLUMNS, "")
+    values = (
+        learned.share(learning["cells_twice_chance"], learning["cells"]),
+        learned.share(learning["reported_thrice_ours_twice"], learning["reported_thrice"]),
+        learned.share(learning["claims_hold"], learning["claims"]),
+        learned.share(learning["paper_claims_hold"], learning["paper_claims"]),
+    )
+    return dict(zip(LEARNING_COLUMNS, values, strict=True))
+
+
+LEARNING_COLUMNS = (
+    "cells ≥ 2× chance",
+    "paper ≥ 3× chance: ours ≥ 2×",
+    "claims hold",
+    "paper's holding claims: ours",
+)
+
+
+def _below_frame(papers: dict) -> pd.DataFrame:
+    below = [(n, b) for n, p in papers.items() for b in p.get("learning", {}).get("below", [])]
+    rows = [{"paper": name, "item": b["item"], "cell": b["cell"], "ours %": f"{b['mean']:.1f}",
+             "chance %": f"{b['chance']:.1f}", "paper %": f"{b['paper_value']:.1f}"}
+            for name, b in below]  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _minutes(seconds: float) -> str:
@@ -156,7 +197,8 @@ def write_budget(out: Path, result: dict) -> list[Path]:
                          _minutes(p.get(f"{k} seconds", 0.0))
                          for k in ("train", "adapt", "other jobs")),
                      "start / set-up / training / evaluation min": split,
-                     f"wall min on {cores} cores": f"{p['minutes']:.1f}{limit}"})  # fmt: skip
+                     f"wall min on {cores} cores": f"{p['minutes']:.1f}{limit}",
+                     **_learning_columns(p.get("learning"))})  # fmt: skip
     frame = pd.DataFrame(rows)
     timed = result.get("timed")
     verdict = "meets" if result["within"] else "misses"
@@ -176,6 +218,7 @@ def write_budget(out: Path, result: dict) -> list[Path]:
         "(its job seconds over the cores, scaled so that every row adds up to the run). "
         "Shared: data, partitions, pretrained backbones, probes; bench: the benchmark jobs."
     )
+    below = _below_frame(result["papers"])
     md = [
         "# Time budget of the embedded default",
         "",
@@ -185,9 +228,15 @@ def write_budget(out: Path, result: dict) -> list[Path]:
         "",
         md_table(frame),
         "",
+        LEARNING_TEXT,
+        "",
     ]
     page = ["<h1>Time budget of the embedded default</h1>", f"<p>{html.escape(text)}</p>",
-            f"<p>{html.escape(whole)}.</p>", frame.to_html(index=False, border=0)]  # fmt: skip
+            f"<p>{html.escape(whole)}.</p>", frame.to_html(index=False, border=0),
+            f"<p>{html.escape(LEARNING_TEXT)}</p>"]  # fmt: skip
+    if not below.empty:
+        md += [BELOW_TITLE, "", md_table(below), ""]
+        page += [f"<h2>{html.escape(BELOW_TITLE)}</h2>", below.to_html(index=False, border=0)]
     out = Path(out)
     return [
         write_text(out.with_suffix(".md"), "\n".join(md)),

@@ -280,7 +280,10 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             for seed in seeds[:1] if plan.smoke else seeds:
                 run = _resolve_run(plan, cfg, paper, seed, scale_cfg)
                 rid = plan.add_run(run)
-                entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed}}
+                # the classes a run tells apart: a table's chance level (report.tables)
+                classes = get_dataset(run["dataset"]).num_classes
+                entry = {"id": rid, "stage": "train", "labels": {**labels, "seed": seed},
+                         "classes": classes}  # fmt: skip
                 if adapt is not None:
                     entry.update(id=plan.add_adapt(rid, adapt), stage="adapt", run=rid)
                 grid_runs[gname].append(entry)

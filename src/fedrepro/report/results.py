@@ -128,10 +128,14 @@ def runs_frame(
             if per_client:
                 record[per_client] = client
             record.update(
-                run_id=run["id"], present=metrics is not None, value=value, diverged=diverged
+                run_id=run["id"],
+                present=metrics is not None,
+                value=value,
+                diverged=diverged,
+                classes=run.get("classes", math.nan),
             )
             records.append(record)
-    columns = [*names, "run_id", "present", "value", "diverged"]
+    columns = [*names, "run_id", "present", "value", "diverged", "classes"]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -154,7 +158,7 @@ def item_frame(manifest: dict[str, Any], metric: str | None = None) -> pd.DataFr
     frames = []
     for order, (name, key) in enumerate(values.items()):
         frame = runs_frame(manifest, key, per_client)
-        frame.insert(len(frame.columns) - 4, label, name)
+        frame.insert(list(frame.columns).index("run_id"), label, name)
         frames.append(frame.assign(_run=range(len(frame)), _stat=order))
     every = pd.concat(frames, ignore_index=True).sort_values(["_run", "_stat"], kind="stable")
     return every.drop(columns=["_run", "_stat"]).reset_index(drop=True)
@@ -168,7 +172,9 @@ def cell_stats(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """
     by = list(by)
     if runs.empty:
-        return pd.DataFrame(columns=[*by, "n", "n_present", "n_finite", "mean", "std", "diverged"])
+        return pd.DataFrame(
+            columns=[*by, "n", "n_present", "n_finite", "mean", "std", "diverged", "classes"]
+        )
     finite = runs["value"].where(np.isfinite(runs["value"].astype(float)))
     frame = runs.assign(_finite=finite)
     grouped = frame.groupby(by, sort=False, dropna=False) if by else frame.groupby(lambda _: 0)
@@ -179,6 +185,7 @@ def cell_stats(runs: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         mean=("_finite", "mean"),
         std=("_finite", lambda s: s.std(ddof=DDOF)),
         diverged=("diverged", "any"),
+        classes=("classes", "max"),
     )
     out = out.reset_index(drop=not by)
     for col in ("n", "n_present", "n_finite"):

@@ -46,6 +46,7 @@ Item spec keys (``manifest["spec"]``):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,9 @@ MISSING = "—"
 DAGGER = "†"
 PARTIAL = "‡"
 PM_KINDS = ("std_diff", "none")
+# metrics that are accuracies in %: their cells get a chance level, 100 over the classes the
+# runs tell apart (a difference, a count or a round has none)
+ACCURACY = re.compile(r"^(final_|best_)?acc")
 
 
 @dataclass(frozen=True)
@@ -315,6 +319,7 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
     col_keys = results.unique_keys(runs, columns) if not runs.empty else []
     col_keys, inline = _inline_columns(col_keys, columns, diffs)
     item = manifest.get("item", "")
+    accuracy = ACCURACY.match(metric) is not None and not spec.get("multiply")
 
     def record(labels: dict[str, Any], column: str, kind: str, cell: dict[str, Any], text: str,
                paper: tuple[float, float] | None) -> dict[str, Any]:  # fmt: skip
@@ -327,6 +332,7 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
             "mean": cell["mean"],
             "std": cell["std"],
             "diverged": bool(cell["diverged"]),
+            "chance": 100.0 / cell["classes"] if accuracy and kind == "measured" else math.nan,
             "text": text,
             "paper_value": paper[0] if paper else math.nan,
             "paper_std": paper[1] if paper else math.nan,
@@ -340,10 +346,11 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
         if 0 < d["n"] < d["expected"]:
             text += PARTIAL
         paper = results.lookup_reported(reported, item, paper_labels)
-        cell = {**d, "n_finite": d["n"], "diverged": False}
+        cell = {**d, "n_finite": d["n"], "diverged": False, "classes": math.nan}
         return record(labels, column, "diff", cell, text, paper)
 
-    empty = {"n": 0, "n_finite": 0, "mean": math.nan, "std": math.nan, "diverged": False}
+    empty = {"n": 0, "n_finite": 0, "mean": math.nan, "std": math.nan, "diverged": False,
+             "classes": math.nan}  # fmt: skip
     records = []
     for row_key in row_keys:
         row_labels = dict(zip(rows, row_key, strict=True))
@@ -377,7 +384,7 @@ def build_table(manifest: dict[str, Any], reported: pd.DataFrame | None) -> Tabl
     frame = pd.DataFrame.from_records(
         records,
         columns=[*rows, *columns, "column", "kind", "n", "n_finite", "mean", "std", "diverged"]
-        + ["text", "paper_value", "paper_std", "paper_text"],
+        + ["chance", "text", "paper_value", "paper_std", "paper_text"],
     )
     return Table(frame, rows, columns, row_keys, col_keys, diffs)
 

@@ -1,0 +1,96 @@
+"""Whether the embedded default learns, per paper: its table cells against chance and its
+claims against the paper's (the time budget's page shows both beside the minutes).
+
+A table cell of an accuracy has a chance level (``chance`` in the item's CSV: 100 over the
+classes its runs tell apart, ``report.tables``). Per paper, from ``tables/<paper>/*.csv``:
+the accuracy cells measured, those at least twice chance, and, of the cells the paper reports
+at three times chance or more, those at least twice chance on ours (the failing ones are
+listed). From ``claims/<paper>.csv``: the claims that hold on ours, and of those that hold on
+the paper's own numbers, the ones that hold on ours too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+TWICE, THRICE = 2.0, 3.0
+CELL_COLUMNS = ("mean", "chance", "paper_value")
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (OSError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def _cell_name(row: pd.Series, labels: list[str]) -> str:
+    return " · ".join(str(row[c]) for c in labels if str(row[c]) not in ("", "nan"))
+
+
+def accuracy_cells(root: str | Path, paper: str) -> pd.DataFrame:
+    """Every measured accuracy cell of the paper's tables: ``item``, ``cell`` (its labels),
+    ``mean``, ``chance``, ``paper_value`` (NaN where the paper prints none)."""
+    frames = []
+    for path in sorted(Path(root, "tables", paper).glob("*.csv")):
+        table = _read_csv(path)
+        if table.empty or not {"chance", "kind", "column"} <= set(table.columns):
+            continue
+        table = table[(table["kind"] == "measured") & table["chance"].notna()]
+        labels = list(table.columns[: list(table.columns).index("column")])
+        frames.append(pd.DataFrame({
+            "item": path.stem,
+            "cell": [_cell_name(r, labels) for _, r in table.iterrows()],
+            **{c: pd.to_numeric(table[c], errors="coerce") for c in CELL_COLUMNS},
+        }))  # fmt: skip
+    if not frames:
+        return pd.DataFrame(columns=["item", "cell", *CELL_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _claims(root: str | Path, paper: str) -> pd.DataFrame:
+    claims = _read_csv(Path(root, "claims", f"{paper}.csv"))
+    if claims.empty or "holds_ours" not in claims:
+        return pd.DataFrame(columns=["claim", "holds_paper", "holds_ours"])
+    return claims
+
+
+def _true(column: pd.Series) -> pd.Series:
+    return column.astype(str).str.lower() == "true"
+
+
+def paper_learning(root: str | Path, paper: str) -> dict:
+    """The paper's counts (see the module's docstring) and its failing reported cells."""
+    cells = accuracy_cells(root, paper).dropna(subset=["mean"])
+    above = cells["mean"] >= TWICE * cells["chance"]
+    reported = cells["paper_value"] >= THRICE * cells["chance"]
+    claims = _claims(root, paper)
+    ours, theirs = _true(claims["holds_ours"]), _true(claims["holds_paper"])
+    failing = cells[reported & ~above]
+    return {
+        "cells": len(cells),
+        "cells_twice_chance": int(above.sum()),
+        "reported_thrice": int(reported.sum()),
+        "reported_thrice_ours_twice": int((reported & above).sum()),
+        "claims": len(claims),
+        "claims_hold": int(ours.sum()),
+        "paper_claims": int(theirs.sum()),
+        "paper_claims_hold": int((theirs & ours).sum()),
+        "below": [
+            {
+                "item": r.item,
+                "cell": r.cell,
+                "mean": r.mean,
+                "chance": r.chance,
+                "paper_value": r.paper_value,
+            }
+            for r in failing.itertuples()
+        ],  # fmt: skip
+    }
+
+
+def share(k: int, n: int) -> str:
+    """``k/n (p %)``, or a dash for nothing counted."""
+    return f"{k}/{n} ({k / n:.0%})" if n else "—"
