@@ -12,6 +12,8 @@ import torch
 from fedrepro.data.prepared import Split
 from fedrepro.data.sources.registry import get_dataset
 from fedrepro.data.transforms.batches import MEAN, STD
+from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import build_plan
 from fedrepro.experiments.plan import paper_plan as build_paper_plan
 from fedrepro.fl.build import device_data
 from fedrepro.tta import adapt_method
@@ -46,18 +48,44 @@ def _views(plan, entry: dict) -> dict | None:
     return own if own is not None else plan.runs[entry["run"]]["train"].get("views")
 
 
-def test_every_contrastive_view_is_perturbed_by_the_four_contrastive_perturbations(paper_plan):
+PHOTOMETRIC = {"jitter", "grayscale"}
+SUPCON = PHOTOMETRIC | {"crop", "flip"}
+
+
+def _expected_views(plan, run: dict) -> set[str]:
+    """Digit-5: colour jitter and grayscale alone; the other settings: SupCon's four."""
+    return PHOTOMETRIC if run["dataset"] == "digit5" else SUPCON
+
+
+def test_every_contrastive_view_is_perturbed(paper_plan):
     """§4.1.1 "an augmentation module ... some perturbations" (ours: SupCon's random resized
-    crop, flip, colour jitter and grayscale): FedICON's training views and every test-time
-    adaptation's views of Eq. 7, whatever run it adapts (Local and FedAvg runs included)."""
-    perturbations = {"crop", "flip", "jitter", "grayscale"}
+    crop, flip, colour jitter and grayscale; on Digit-5 the photometric two, as no flip keeps
+    a digit's label and the code moves no digit): FedICON's training views and every
+    test-time adaptation's views of Eq. 7, whatever run it adapts (Local and FedAvg runs
+    included). Fails on the config before issue 35, where Digit-5 took all four."""
     fedicon = [r for r in paper_plan.runs.values() if r["algorithm"]["name"] == "fedicon"]
-    assert fedicon and all(set(r["train"]["views"]) == perturbations for r in fedicon)
+    assert {r["dataset"] for r in fedicon} == {"digit5", "office10", "cifar10"}
+    for r in fedicon:
+        assert set(r["train"]["views"]) == _expected_views(paper_plan, r)
     adapting = [a for a in paper_plan.adapts.values() if a["adapt"]["method"] == "fedicon_test"
                 and (a["adapt"].get("tta_epochs", 5) or a["adapt"].get("online"))]  # fmt: skip
     starts = {paper_plan.runs[a["run"]]["algorithm"]["name"] for a in adapting}
     assert starts == {"fedicon", "local", "fedavg"}
-    assert all(set(_views(paper_plan, a)) == perturbations for a in adapting)
+    for a in adapting:
+        assert set(_views(paper_plan, a)) == _expected_views(paper_plan, paper_plan.runs[a["run"]])
+
+
+def test_mini_personalisation_keeps_the_papers_five_epochs():
+    """At mini scale a client's personalisation keeps the paper's 5 epochs (FedICON's
+    classifier, FedAvg-FT's fine-tuning; issue 35: with one, FedICON's classifier starved),
+    while Eq. 7's test-time adaptation takes one. Fails on the mini config before issue 35."""
+    mini = build_plan({**load_yaml(REPO / "config/config.yaml"), "papers": ["fedicon"]}, REPO)
+    tests = [a["adapt"] for a in mini.adapts.values() if a["adapt"]["method"] == "fedicon_test"]
+    personal = [a for a in tests if a.get("classifier_epochs", 5)]
+    assert personal and all(a.get("classifier_epochs", 5) == 5 for a in personal)
+    assert all(a.get("tta_epochs", 5) <= 1 for a in tests)
+    finetune = [a["adapt"] for a in mini.adapts.values() if a["adapt"]["method"] == "finetune"]
+    assert finetune and all(a["epochs"] == 5 for a in finetune)
 
 
 def test_classifier_batches_take_the_runs_training_augmentation(paper_plan):
