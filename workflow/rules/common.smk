@@ -173,7 +173,8 @@ def train_runs(wildcards):
                 "out_dir": f"{R}/runs/{rid}",
             }
             for rid in PLAN.train_jobs[wildcards.batch]
-        ]
+        ],
+        sort_keys=True,  # a config whose keys come in another order is the same config
     )
 
 
@@ -198,7 +199,8 @@ def adapt_runs(wildcards):
                 "out_dir": f"{R}/adapt/{aid}",
             }
             for aid, a in members
-        ]
+        ],
+        sort_keys=True,
     )
 
 
