@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fedrepro.bench import cost
 from fedrepro.bench.cost import partition_counts, run_flops
 from fedrepro.bench.work import (
     WorkTable,
@@ -109,6 +110,21 @@ def test_the_tables_entries_are_what_the_cost_job_counts(plan, table):
     expected = run_work(run, table.per_sample(run), table.counts_of(run), table.sizes)
     assert run_flops(run, SIZES, memo) == expected
     assert table.counts_of(run) == partition_counts(run, SIZES)
+
+
+def test_the_cost_job_starts_from_the_table_and_counts_nothing_it_holds(monkeypatch):
+    """The bench's cost job takes the committed table's per-sample FLOPs instead of counting
+    every model again on the meta device (125 s of the mini default's 2 cores); counting is
+    made to fail here, so the estimate of a paper must come from the table alone."""
+
+    def count(*args, **kwargs):
+        raise AssertionError("counted FLOPs the committed table holds")
+
+    monkeypatch.setattr(cost, "per_sample_flops", count)
+    cost_cfg = {**load_yaml(REPO / "config/config.yaml")["bench"]["cost"], "papers": ["fedpce"]}
+    memo = cost.committed_memo(REPO / "config/flops/paper.json")
+    assert cost.estimate(REPO, cost_cfg, memo=memo)["total_gpu_hours"] > 0
+    assert cost.committed_memo(REPO / "no-such-table.json") == {}
 
 
 def test_a_jobs_runtime_is_its_work_on_the_gpu_times_a_margin_and_grows_with_it(plan, table):

@@ -15,6 +15,7 @@ runtime (``fedrepro.bench.work``).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -185,6 +186,16 @@ def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None, memo: dic
         "papers_in_plan": sorted(papers),
         "within_goal": total <= float(cost_cfg["goal_hours"]) and math.isfinite(total),
     }
+
+
+def committed_memo(table: Path) -> dict:
+    """A memo for ``estimate`` that starts from a committed work table (``work_table``'s
+    output): its per-sample FLOPs and sample counts are taken, not counted again on the meta
+    device; an entry the table lacks is counted. Empty without the file."""
+    if not Path(table).exists():
+        return {}
+    doc = json.loads(Path(table).read_text())
+    return {"flops": dict(doc.get("flops", {})), "counts": dict(doc.get("counts", {}))}
 
 
 def work_table(memo: dict) -> dict:
