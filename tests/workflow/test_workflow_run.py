@@ -1,5 +1,6 @@
-"""The DAG end to end at a tiny scale: a table is built, rebuilt for free, and a change
-to one algorithm's hyperparameter retrains only that algorithm's runs."""
+"""The DAG end to end at a tiny scale: a table is built, rebuilt for free (its config's keys
+reordered too), and a change to one algorithm's hyperparameter retrains only that
+algorithm's runs."""
 
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ def test_table_target_end_to_end_then_reruns_nothing_then_retrains_one_algorithm
 
     again = snakemake("adapters_table1", "-n", cwd=wf)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+    # the same config with its keys in another order is the same config: no job reruns
+    # (the jobs' member JSON is written with sorted keys; before, Snakemake's params
+    # provenance retrained FedProx's runs)
+    fedprox = exp["axes"]["algorithm"]["FedProx"]["algorithm"]
+    exp["axes"]["algorithm"]["FedProx"]["algorithm"] = dict(reversed(list(fedprox.items())))
+    exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
+    reordered = snakemake("adapters_table1", "-n", cwd=wf)
+    assert "Nothing to be done" in reordered.stdout + reordered.stderr, reordered.stdout[-2000:]
 
     exp["axes"]["algorithm"]["FedProx"]["algorithm"]["mu"] = 0.1
     exp_path.write_text(yaml.safe_dump(exp, sort_keys=False))
