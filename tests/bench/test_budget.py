@@ -162,3 +162,27 @@ def test_each_paper_row_counts_cells_against_chance_and_the_claims_that_hold(tmp
     text = write_budget(tmp_path / "budget.json", out)[0].read_text()
     assert "2/4 (50%)" in text and "1/2 (50%)" in text
     assert re.search(r"\| b +\| table1 +\| CIFAR-10 · Ours +\| 15.0 ", text)
+
+
+def test_a_paper_holding_claim_that_fails_here_needs_its_reason_in_the_method_notes(tmp_path):
+    """Issue 35: every claim the paper's numbers hold and ours do not has its reason in
+    docs/methods/<paper>.md; the budget page lists the ones the notes never name."""
+    _default(tmp_path)
+    claims = tmp_path / "claims" / "b.csv"
+    claims.parent.mkdir(parents=True, exist_ok=True)
+    claims.write_text("claim,holds_paper,holds_ours\nkept,True,True\nlost_a,True,False\n"
+                      "lost_b,True,False\nnever,False,False\n")  # fmt: skip
+    notes = tmp_path / "docs"
+    notes.mkdir()
+    # lost_b is named only inside a longer id, which does not count
+    (notes / "b.md").write_text("- `lost_a`: at chance at mini.\n- `lost_b_variant`: ...\n")
+    limits = {"paper_minutes": 6, "total_minutes": 25}
+    out = budget(tmp_path, 2, limits, None, docs=notes)
+    assert out["papers"]["b"]["learning"]["no_reason"] == ["lost_b"]
+    assert out["papers"]["a"]["learning"]["no_reason"] == []  # no claims file: none lost
+    text = write_budget(tmp_path / "budget.json", out)[0].read_text()
+    assert re.search(r"\| b +\| lost_b +\|", text) and "lost_a |" not in text
+    (notes / "b.md").unlink()  # no notes at all: every lost claim is unexplained
+    out = budget(tmp_path, 2, limits, None, docs=notes)
+    assert out["papers"]["b"]["learning"]["no_reason"] == ["lost_a", "lost_b"]
+    assert budget(tmp_path, 2, limits, None)["papers"]["b"]["learning"]["no_reason"] is None

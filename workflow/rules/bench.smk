@@ -142,6 +142,7 @@ rule bench_budget:
     input:
         default_outputs(),
         rules.bench_page.output if SCALE == "mini" else [],
+        notes=method_notes(),
     output:
         json=f"{B}/budget.json",
         md=f"{B}/budget.md",
@@ -160,6 +161,7 @@ rule bench_budget:
                 "bench": f"{B}/benchmarks",
                 "cores": local_cores(),
                 "limits": BENCH["budget"],
+                "docs": METHOD_NOTES,
             },
         ),
     shell:

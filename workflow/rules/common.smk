@@ -293,6 +293,15 @@ def default_outputs():
     return files + ([f"{R}/tables/backbones/probe.html"] if PLAN.probes else [])
 
 
+# Each paper's method notes, where the reason of every claim the paper's numbers hold and ours
+# do not is written (the budget page lists the ones they never name).
+METHOD_NOTES = "docs/methods"
+
+
+def method_notes():
+    return [f"{METHOD_NOTES}/{paper}.md" for paper in PLAN.papers]
+
+
 def item_text(wildcards, key):
     return PLAN.items[f"{wildcards.paper}/{wildcards.item}"][key]
 

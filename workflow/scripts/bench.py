@@ -62,7 +62,12 @@ elif a.what == "page":
     summary.write_summary(a.out, results, spec["goals"])
 elif a.what == "budget":
     result = budget.budget(
-        Path(spec["root"]), spec["cores"], spec["limits"], driver.driver(), spec.get("bench")
+        Path(spec["root"]),
+        spec["cores"],
+        spec["limits"],
+        driver.driver(),
+        spec.get("bench"),
+        spec.get("docs"),
     )
     print(json.dumps({k: v for k, v in result.items() if k != "papers"}, indent=1))
     write_json(a.out, result)

@@ -103,13 +103,19 @@ SHARES = ("process start", "set-up", "training", "evaluation")
 
 
 def budget(
-    root: Path, cores: int | None, limits: dict, timed: dict | None, bench: str | Path | None = None
+    root: Path,
+    cores: int | None,
+    limits: dict,
+    timed: dict | None,
+    bench: str | Path | None = None,
+    docs: str | Path | None = None,
 ) -> dict:
     """Per paper (and the shared work, and the benchmark jobs whose files are under
     ``bench``): jobs, runs, job seconds by kind and share, the estimated wall minutes on
     ``cores`` (a local run's; None: a cluster run's, this machine's cores) and whether it is
     within ``limits`` (``{"paper_minutes", "total_minutes"}``); the timed run's wall and
-    Snakemake CPU."""
+    Snakemake CPU; whether each paper learns (``bench.learning``, its failing claims checked
+    against the method notes in ``docs``)."""
     cores = cores or os.cpu_count() or 1
     rows = job_table(root) + bench_table(bench)
     papers: dict[str, dict] = defaultdict(lambda: defaultdict(float))
@@ -133,7 +139,7 @@ def budget(
         within = None if name in (SHARED, BENCH) else minutes <= limits["paper_minutes"]
         out["papers"][name] = {**p, "minutes": minutes, "within": within}
         if within is not None:  # a paper's: does it learn (bench.learning)
-            out["papers"][name]["learning"] = learned.paper_learning(root, name)
+            out["papers"][name]["learning"] = learned.paper_learning(root, name, docs)
     out["minutes"] = wall / 60
     out["within"] = out["minutes"] <= limits["total_minutes"]
     if timed and timed.get("cpu_seconds") is not None:
@@ -146,9 +152,13 @@ LEARNING_TEXT = (
     "those at least twice chance (chance: 100 % over the classes); of the cells the paper "
     "reports at three times chance or more, those at least twice chance on ours; the claims "
     "that hold on ours, and of those that hold on the paper's own numbers, the ones that hold "
-    "on ours too (the reasons of the others: docs/methods/<paper>.md)."
+    "on ours too (the reasons of the others: docs/methods/<paper>.md), and how many of the "
+    "others those notes never name."
 )
 BELOW_TITLE = "Cells the paper reports at three times chance or more, below twice chance here"
+NO_REASON_TITLE = (
+    "Claims that hold on the paper's numbers and fail here, not named in docs/methods/<paper>.md"
+)
 
 
 def _learning_columns(learning: dict | None) -> dict[str, str]:
@@ -159,6 +169,7 @@ def _learning_columns(learning: dict | None) -> dict[str, str]:
         learned.share(learning["reported_thrice_ours_twice"], learning["reported_thrice"]),
         learned.share(learning["claims_hold"], learning["claims"]),
         learned.share(learning["paper_claims_hold"], learning["paper_claims"]),
+        "" if learning.get("no_reason") is None else str(len(learning["no_reason"])),
     )
     return dict(zip(LEARNING_COLUMNS, values, strict=True))
 
@@ -168,6 +179,7 @@ LEARNING_COLUMNS = (
     "paper ≥ 3× chance: ours ≥ 2×",
     "claims hold",
     "paper's holding claims: ours",
+    "of the others, without a reason",
 )
 
 
@@ -176,6 +188,12 @@ def _below_frame(papers: dict) -> pd.DataFrame:
     rows = [{"paper": name, "item": b["item"], "cell": b["cell"], "ours %": f"{b['mean']:.1f}",
              "chance %": f"{b['chance']:.1f}", "paper %": f"{b['paper_value']:.1f}"}
             for name, b in below]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _no_reason_frame(papers: dict) -> pd.DataFrame:
+    rows = [{"paper": name, "claim": claim} for name, p in papers.items()
+            for claim in p.get("learning", {}).get("no_reason") or []]  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -234,9 +252,11 @@ def write_budget(out: Path, result: dict) -> list[Path]:
     page = ["<h1>Time budget of the embedded default</h1>", f"<p>{html.escape(text)}</p>",
             f"<p>{html.escape(whole)}.</p>", frame.to_html(index=False, border=0),
             f"<p>{html.escape(LEARNING_TEXT)}</p>"]  # fmt: skip
-    if not below.empty:
-        md += [BELOW_TITLE, "", md_table(below), ""]
-        page += [f"<h2>{html.escape(BELOW_TITLE)}</h2>", below.to_html(index=False, border=0)]
+    no_reason = _no_reason_frame(result["papers"])
+    for title, listed in ((BELOW_TITLE, below), (NO_REASON_TITLE, no_reason)):
+        if not listed.empty:
+            md += [title, "", md_table(listed), ""]
+            page += [f"<h2>{html.escape(title)}</h2>", listed.to_html(index=False, border=0)]
     out = Path(out)
     return [
         write_text(out.with_suffix(".md"), "\n".join(md)),

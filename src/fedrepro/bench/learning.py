@@ -6,11 +6,14 @@ classes its runs tell apart, ``report.tables``). Per paper, from ``tables/<paper
 the accuracy cells measured, those at least twice chance, and, of the cells the paper reports
 at three times chance or more, those at least twice chance on ours (the failing ones are
 listed). From ``claims/<paper>.csv``: the claims that hold on ours, and of those that hold on
-the paper's own numbers, the ones that hold on ours too.
+the paper's own numbers, the ones that hold on ours too; each of the others owes its reason to
+the paper's method notes (``docs/methods/<paper>.md``), and the ones those notes never name
+are listed.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -61,14 +64,27 @@ def _true(column: pd.Series) -> pd.Series:
     return column.astype(str).str.lower() == "true"
 
 
-def paper_learning(root: str | Path, paper: str) -> dict:
-    """The paper's counts (see the module's docstring) and its failing reported cells."""
+def unexplained(claim_ids: list[str], notes: Path) -> list[str]:
+    """The claims of ``claim_ids`` that the method notes ``notes`` never name (as a whole
+    word: ``a_b`` does not name ``a_b_c``); every one when the notes are missing."""
+    try:
+        text = notes.read_text()
+    except OSError:
+        return list(claim_ids)
+    return [c for c in claim_ids if not re.search(rf"(?<!\w){re.escape(c)}(?!\w)", text)]
+
+
+def paper_learning(root: str | Path, paper: str, docs: str | Path | None = None) -> dict:
+    """The paper's counts (see the module's docstring), its failing reported cells and, with
+    the method notes' folder ``docs``, the paper's holding claims that fail on ours and have
+    no reason there."""
     cells = accuracy_cells(root, paper).dropna(subset=["mean"])
     above = cells["mean"] >= TWICE * cells["chance"]
     reported = cells["paper_value"] >= THRICE * cells["chance"]
     claims = _claims(root, paper)
     ours, theirs = _true(claims["holds_ours"]), _true(claims["holds_paper"])
     failing = cells[reported & ~above]
+    lost = claims.loc[theirs & ~ours, "claim"].astype(str).tolist()
     return {
         "cells": len(cells),
         "cells_twice_chance": int(above.sum()),
@@ -78,6 +94,7 @@ def paper_learning(root: str | Path, paper: str) -> dict:
         "claims_hold": int(ours.sum()),
         "paper_claims": int(theirs.sum()),
         "paper_claims_hold": int((theirs & ours).sum()),
+        "no_reason": None if docs is None else unexplained(lost, Path(docs, f"{paper}.md")),
         "below": [
             {
                 "item": r.item,
