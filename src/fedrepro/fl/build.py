@@ -154,6 +154,8 @@ def build_model(model_cfg: dict, num_classes: int, seed: int, weights: Path | No
     tuned = apply_tuning(
         model, model_cfg.get("tuning", "full"), **model_cfg.get("tuning_options", {})
     )
+    if BACKBONES[model_cfg["backbone"]].channels_last:  # new adapters too
+        tuned = tuned.to(memory_format=torch.channels_last)
     return tuned.to(device)
 
 

@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fedrepro.models.resnet_cifar import instance_norm
+
 __all__ = ["PCENet", "add_client_embedding", "norm_layers"]
 
 _EPS = 1e-5
@@ -41,8 +43,7 @@ class GeneratedNorm(nn.Module):
         if self.gamma is None or self.beta is None:
             raise RuntimeError("GeneratedNorm: γ/β not set (call through PCENet)")
         if self.spatial:
-            y = F.instance_norm(x, eps=self.eps)
-            return y * self.gamma.view(1, -1, 1, 1) + self.beta.view(1, -1, 1, 1)
+            return instance_norm(x, self.gamma, self.beta, self.eps)
         return F.layer_norm(x, (self.channels,), eps=self.eps) * self.gamma + self.beta
 
 

@@ -17,15 +17,35 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CifarResNet"]
+__all__ = ["CifarResNet", "InstanceNorm", "instance_norm"]
 
 _NORMS = ("instance", "batch")
 
 
+def instance_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """Instance norm of an N×C×H×W batch, computed as a group norm of one channel a group: the
+    same statistics (each sample's and channel's mean and variance over H×W), at FedPCE's mini
+    shapes about 3× faster forward and backward on a CPU than ``F.instance_norm``
+    (docs/methods/fedpce.md, "Mini scale"). As by ``F.instance_norm``, a 1×1 map is refused."""
+    if x.shape[-1] * x.shape[-2] == 1:
+        raise ValueError(f"instance norm of a 1×1 map ({tuple(x.shape)}): nothing to normalise")
+    return F.group_norm(x, x.shape[1], weight, bias, eps)
+
+
+class InstanceNorm(nn.InstanceNorm2d):
+    """``nn.InstanceNorm2d`` (affine, no running statistics) through ``instance_norm``."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__(channels, affine=True, track_running_stats=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return instance_norm(x, self.weight, self.bias, self.eps)
+
+
 def _norm2d(kind: str, channels: int) -> nn.Module:
-    if kind == "instance":
-        return nn.InstanceNorm2d(channels, affine=True, track_running_stats=False)
-    return nn.BatchNorm2d(channels)
+    return InstanceNorm(channels) if kind == "instance" else nn.BatchNorm2d(channels)
 
 
 class _Block(nn.Module):
