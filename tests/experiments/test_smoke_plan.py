@@ -74,6 +74,7 @@ def test_runs_keep_their_models_and_hyperparameters_and_shrink_the_rest(plans):
         data = {**SMOKE["data"], **SMOKE.get("datasets", {}).get(run["dataset"], {})}
         assert run["data"]["per_class_train"] == data["per_class_train"]
         assert run["images"] <= SMOKE["images"]
+        assert run["test_images"] == SMOKE["test_images"]
         assert "size" not in run["data"] or run["dataset"] == "office10"  # the real shape
         # some paper run has the same model, algorithm and optimiser
         twins = by_group[(run["paper"], run["dataset"], run["algorithm"]["name"])]

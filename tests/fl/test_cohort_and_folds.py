@@ -91,6 +91,13 @@ def test_images_keeps_the_first_training_images_of_each_client():
     assert [t.tolist() for t in c.test] == [t.tolist() for t in full.test]  # validation kept
 
 
+def test_test_images_keeps_the_first_test_images_of_each_client():
+    c = Clients.from_partition(PART, 5, "cpu", test_images=1)
+    full = Clients.from_partition(PART, 5, "cpu")
+    assert [t.tolist() for t in c.test] == [t[:1].tolist() for t in full.test]
+    assert [t.tolist() for t in c.train] == [t.tolist() for t in full.train]  # training kept
+
+
 def test_accuracy_per_class_is_each_clients_class_accuracy_averaged_over_clients():
     """FedHPL's Fig. 5: per class, the mean over clients of the client's accuracy on that
     class; a class a client is not tested on does not count for it, nor an untested class."""

@@ -78,6 +78,26 @@ def test_evaluation_batch_comes_from_the_run(monkeypatch):
     assert model.sizes == [100]  # default 1,024
 
 
+def test_a_shared_model_forwards_only_the_images_its_clients_test_on():
+    """Clients covering part of the test split (a cohort, the smoke's first test images): one
+    pass over the union of their test images, each once, and every client's numbers those of
+    predicting it alone. The old pass forwarded the whole split (100 images here)."""
+    from fedrepro.algorithms import make_algorithm
+    from fedrepro.fl.engine import Clients
+
+    data, full = problem(num_clients=2, per_client=50)
+    tests = [full.test[0][:5], torch.cat([full.test[0][3:7], full.test[1][:2]])]  # overlap
+    clients = Clients(full.train, tests, [None, None])
+    model = BatchSizes()
+    algorithm = make_algorithm({"name": "fedavg"})
+    algorithm.setup(model, 2)
+    state = RunState(shared=take(model, algorithm.shared))
+    row = evaluate(model, algorithm, state, data, clients, {}, 0, 1, {})
+    assert model.sizes == [9]  # images 0-6 and 50-51, once each
+    alone = [predict(model, data, t)[0].float().mean().item() * 100 for t in tests]
+    assert row["acc_per_client"] == pytest.approx(alone)
+
+
 def test_fedins_batch_scope_row_evaluates_with_32():
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     plan = build_plan({**config, "papers": ["fedins"]}, REPO)

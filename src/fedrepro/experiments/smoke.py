@@ -45,8 +45,9 @@ def smoke_run(run: dict, smoke: dict) -> dict:
     algorithm = run["algorithm"]
     if run.get("public"):  # public samples a round (FedMD's): at most a client's images
         algorithm = {**algorithm, "samples": min(int(algorithm.get("samples", images)), images)}
-    return {**run, "train": train, "eval_every": 1, "images": images, "partition": partition,
-            "model": model, "algorithm": algorithm}  # fmt: skip
+    return {**run, "train": train, "eval_every": 1, "images": images,
+            "test_images": int(smoke["test_images"]), "partition": partition, "model": model,
+            "algorithm": algorithm}  # fmt: skip
 
 
 def _fewer_clients(part: dict, most: int) -> dict:

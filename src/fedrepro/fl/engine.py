@@ -69,13 +69,15 @@ class Clients:
         cv: dict | None = None,
         num_train: int = 0,
         images: int | None = None,
+        test_images: int | None = None,
     ) -> Clients:
         """The clients of ``cohort`` (``all``; FedPCE's ``collaborative`` or ``new`` ones).
 
         With ``cv`` (``{"folds": K, "fold": k}``) each client's train and test shares are
         pooled and cut into K folds (``fedrepro.data.partitions.folds``): the indices then
         point into the pooled data, train split first (test index i is ``num_train + i``).
-        ``images`` keeps the first that many of each client's training images (FedPCE's Fig. 4)."""
+        ``images`` keeps the first that many of each client's training images (FedPCE's Fig. 4);
+        ``test_images`` the first that many of its test images (the paper-shape smoke's)."""
         if cohort not in COHORTS:
             raise ValueError(f"cohort: {cohort!r} (allowed: {', '.join(COHORTS)})")
         as_idx = partial(torch.as_tensor, dtype=torch.long, device=device)
@@ -104,6 +106,8 @@ class Clients:
             raise ValueError(f"cohort {cohort!r}: the partition has no such clients")
         if images is not None:
             train = [t[:images] for t in train]
+        if test_images is not None:
+            test = [t[:test_images] for t in test]
         return cls(train, test, transforms, groups)
 
     def __len__(self) -> int:

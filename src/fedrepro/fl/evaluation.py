@@ -24,7 +24,8 @@ def client_local(algorithm: Algorithm, state, k: int, init_local: dict, device) 
 
 def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
     """Per-client test accuracy, every client on its own model: one pass per model shared by
-    its clients where they keep no local tensors and have no transforms. Clients of different
+    its clients, over the images they test on, where they keep no local tensors and have no
+    transforms. Clients of different
     models (``fedrepro.fl.groups``): ``model``, ``algorithm`` and ``init_local`` are lists,
     one per group. ``tcfg`` (the run's ``train`` block) sets the evaluation batch and
     precision."""
@@ -42,10 +43,13 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
         members = [k for k in range(len(clients.test)) if arch[k] == g]
         put(model, shared)
         if not algorithm.personalized and not any(clients.transforms[k] for k in members):
-            everything = torch.arange(len(test.labels), device=device)
-            correct, losses = predict(model, test, everything, **opts)
+            # the images these clients test on, each once (a cohort may cover part of the split)
+            wanted = torch.unique(torch.cat([clients.test[k] for k in members]))
+            correct, losses = predict(model, test, wanted, **opts)
+            at = torch.full((len(test.labels),), -1, dtype=torch.long, device=device)
+            at[wanted] = torch.arange(len(wanted), device=device)
             for k in members:
-                per_client[k] = (correct[clients.test[k]], losses[clients.test[k]])
+                per_client[k] = (correct[at[clients.test[k]]], losses[at[clients.test[k]]])
             continue
         for k in members:
             if algorithm.personalized:

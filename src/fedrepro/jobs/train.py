@@ -197,7 +197,14 @@ def load_job(
         )
     num_train, num_test = len(train.labels), len(test.labels)
     clients = Clients.from_partition(
-        part, num_test, dev, cfg.get("cohort", "all"), cfg.get("cv"), num_train, cfg.get("images")
+        part,
+        num_test,
+        dev,
+        cfg.get("cohort", "all"),
+        cfg.get("cv"),
+        num_train,
+        cfg.get("images"),
+        cfg.get("test_images"),
     )
     classes, seed = len(train_split.classes), cfg["seed"]
     models, clients.architecture = build_models(
