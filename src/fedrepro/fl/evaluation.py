@@ -25,10 +25,9 @@ def client_local(algorithm: Algorithm, state, k: int, init_local: dict, device) 
 def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: dict) -> dict:
     """Per-client test accuracy, every client on its own model: one pass per model shared by
     its clients, over the images they test on, where they keep no local tensors and have no
-    transforms. Clients of different
-    models (``fedrepro.fl.groups``): ``model``, ``algorithm`` and ``init_local`` are lists,
-    one per group. ``tcfg`` (the run's ``train`` block) sets the evaluation batch and
-    precision."""
+    transforms. Clients of different models (``fedrepro.fl.groups``): ``model``,
+    ``algorithm`` and ``init_local`` are lists, one per group. ``tcfg`` (the run's ``train``
+    block) sets the evaluation batch and precision."""
     opts = {
         "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
         "precision": tcfg.get("precision", "fp32"),
@@ -44,12 +43,11 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
         put(model, shared)
         if not algorithm.personalized and not any(clients.transforms[k] for k in members):
             # the images these clients test on, each once (a cohort may cover part of the split)
-            wanted = torch.unique(torch.cat([clients.test[k] for k in members]))
+            tests = [clients.test[k] for k in members]
+            wanted, inverse = torch.unique(torch.cat(tests), return_inverse=True)
             correct, losses = predict(model, test, wanted, **opts)
-            at = torch.full((len(test.labels),), -1, dtype=torch.long, device=device)
-            at[wanted] = torch.arange(len(wanted), device=device)
-            for k in members:
-                per_client[k] = (correct[at[clients.test[k]]], losses[at[clients.test[k]]])
+            for k, at in zip(members, inverse.split([len(t) for t in tests]), strict=True):
+                per_client[k] = (correct[at], losses[at])
             continue
         for k in members:
             if algorithm.personalized:

@@ -203,8 +203,8 @@ def load_job(
         cfg.get("cohort", "all"),
         cfg.get("cv"),
         num_train,
-        cfg.get("images"),
-        cfg.get("test_images"),
+        images=cfg.get("images"),
+        test_images=cfg.get("test_images"),
     )
     classes, seed = len(train_split.classes), cfg["seed"]
     models, clients.architecture = build_models(
