@@ -111,6 +111,28 @@ def test_a_view_takes_the_perturbations_in_place_of_the_training_augmentation():
     assert torch.equal(classifier, cropped) and not torch.equal(classifier, plain)
 
 
+@pytest.mark.parametrize("channels", [3, 1])
+@pytest.mark.parametrize("noisy", [False, True])
+def test_views_in_one_pass_equal_one_call_per_view(channels, noisy):
+    """``views_batch`` perturbs all views at once from the draws the per-view calls make,
+    in their order (a client transform's draws between them): the same inputs to the bit,
+    and the generator left where the per-view calls leave it."""
+    gen = torch.Generator().manual_seed(0)
+    images = (torch.rand(10, 12, 12, channels, generator=gen) * 255).byte()
+    data = DeviceData(images, torch.arange(10), channels=channels, views=VIEWS)
+    idx = torch.tensor([7, 2, 5, 0, 9, 3])
+
+    def transform(x, g):  # a client transform that draws from the batch's generator
+        return (x + 0.1 * torch.rand(x.shape, generator=g)).clamp(0, 1) if noisy else x
+
+    one, two = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    want = torch.cat([data.batch(idx, one, transform, True, True)[0] for _ in range(3)])
+    got, labels = data.views_batch(idx, two, transform if noisy else None, 3)
+    assert torch.equal(got, want) and torch.equal(labels, idx)
+    assert torch.equal(one.get_state(), two.get_state())
+    assert not torch.equal(got[:6], got[6:12])
+
+
 @pytest.mark.parametrize(
     ("spec", "changes"),
     [

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from fedrepro.data.transforms.batches import MEAN, STD, augment, normalize, resize, to_input
-from fedrepro.data.transforms.views import perturb, perturbs
+from fedrepro.data.transforms.views import ViewDraw, apply, draw, perturb, perturbs
 
 
 @dataclass
@@ -75,6 +75,25 @@ class DeviceData:
             x = transform(x, generator)
         if view and self.views:
             x = perturb(x, generator, self.views)
+        return normalize(x, self.mean, self.std), self.labels[idx]
+
+    def views_batch(
+        self, idx: torch.Tensor, generator: torch.Generator | None, transform, count: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``count`` contrastive views of these images stacked (rows i, i + B, …: image i) and
+        their labels: the inputs ``count`` calls of ``batch(..., train=True, view=True)``
+        give, from the same draws in the same order, each view's perturbations applied to
+        all views in one pass (FedICON's views cost half the calls)."""
+        if not self.views:
+            x = [self.batch(idx, generator, transform, True, True)[0] for _ in range(count)]
+            return torch.cat(x), self.labels[idx]
+        base = to_input(self.images[idx], self.img_size, self.channels)
+        inputs, draws = [], []
+        for _ in range(count):
+            x = base if transform is None else transform(base, generator)
+            inputs.append(x)
+            draws.append(draw(x.shape, generator, self.views))
+        x = apply(torch.cat(inputs), ViewDraw.cat(draws), self.views)
         return normalize(x, self.mean, self.std), self.labels[idx]
 
     def view_of(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

@@ -95,14 +95,10 @@ def train_epochs(
             if len(b) < 2 or (drop_last and len(b) < bs):
                 continue
             with clock.phase("data"):
-                view = views > 1  # contrastive views: the data's view perturbations
-                x, y = data.batch(b, generator, transform, train=True, view=view)
-                if view:
-                    more = [
-                        data.batch(b, generator, transform, train=True, view=True)[0]
-                        for _ in range(1, views)
-                    ]
-                    x = torch.cat([x, *more])
+                if views > 1:  # contrastive views: the data's view perturbations
+                    x, y = data.views_batch(b, generator, transform, views)
+                else:
+                    x, y = data.batch(b, generator, transform, train=True)
             with clock.phase("step"):
                 with autocast(x, precision), inputs_of(model, data, b, cache):
                     loss = objective(x, y)

@@ -8,7 +8,10 @@ batch's generator, and the batch is processed at once on its device: the crops b
 grayscale by ``torchvision.transforms.v2.functional`` on the whole batch, kept where drawn;
 brightness, contrast and saturation blend each image with torchvision's targets (black, its
 mean grey, its grey image) at its own factor, hue turns each image's hue by its own
-amount, in a random order per image (``ColorJitter``). A spec (``train.views`` or an adapt
+amount, in a random order per image (``ColorJitter``). ``draw`` draws a view's parameters
+and ``apply`` applies them, so the views of one batch (``fedrepro.fl.data.DeviceData.
+views_batch``) are drawn one after the other, as separate calls would, and perturbed in one
+pass. A spec (``train.views`` or an adapt
 block's ``views``) names the perturbations to apply; a missing one is off:
 
     {"crop": {"scale": [0.2, 1.0], "ratio": [0.75, 1.333]}, "flip": 0.5,
@@ -17,6 +20,8 @@ block's ``views``) names the perturbations to apply; a missing one is off:
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torchvision.transforms.v2.functional as TF
@@ -28,23 +33,77 @@ Tensor = torch.Tensor
 JITTERS = ("brightness", "contrast", "saturation", "hue")  # ColorJitter's, in its order
 
 
+@dataclass
+class ViewDraw:
+    """The random parameters of one view of each of a batch's images (``draw``): a crop box,
+    flip and grayscale masks, and the colour jitter's mask, factors and order, each None
+    where ``spec`` leaves that perturbation off. ``cat`` stacks the draws of several
+    batches, so ``apply`` perturbs them in one pass."""
+
+    boxes: Tensor | None = None
+    flip: Tensor | None = None
+    jitter: tuple[Tensor, dict[str, Tensor], Tensor] | None = None
+    grayscale: Tensor | None = None
+
+    @staticmethod
+    def cat(draws: list[ViewDraw]) -> ViewDraw:
+        def joined(parts):
+            return None if parts[0] is None else torch.cat(parts)
+
+        jitter = None
+        if draws[0].jitter is not None:
+            applied, factors, order = zip(*(d.jitter for d in draws), strict=True)
+            jitter = (
+                torch.cat(applied),
+                {name: torch.cat([f[name] for f in factors]) for name in factors[0]},
+                torch.cat(order),
+            )
+        return ViewDraw(
+            joined([d.boxes for d in draws]),
+            joined([d.flip for d in draws]),
+            jitter,
+            joined([d.grayscale for d in draws]),
+        )
+
+
 def perturb(x: Tensor, generator: torch.Generator | None, spec: dict) -> Tensor:
     """One random view of every image of ``x`` under ``spec`` (the module docstring)."""
+    return apply(x, draw(x.shape, generator, spec), spec)
+
+
+def draw(shape: torch.Size, generator: torch.Generator | None, spec: dict) -> ViewDraw:
+    """The parameters of one view of a B×C×H×W batch under ``spec``, drawn from
+    ``generator`` in the order ``apply`` uses them: crop, flip, colour jitter, grayscale
+    (three channels only)."""
+    n, channels, h, w = shape
     unknown = sorted(set(spec) - {"crop", "flip", "jitter", "grayscale"})
     if unknown:
         raise ValueError(f"views: unknown perturbation(s) {unknown}")
-    n = x.shape[0]
+    out = ViewDraw()
     if spec.get("crop") is not None:  # torchvision's defaults where not given
         scale = spec["crop"].get("scale", (0.08, 1.0))
         ratio = spec["crop"].get("ratio", (3 / 4, 4 / 3))
-        x = resized_crops(x, crop_boxes(n, *x.shape[-2:], generator, scale, ratio))
+        out.boxes = crop_boxes(n, h, w, generator, scale, ratio)
     if spec.get("flip"):
-        x = torch.where(_drawn(n, spec["flip"], generator, x), TF.horizontal_flip(x), x)
+        out.flip = _drawn(n, spec["flip"], generator)
     if spec.get("jitter") is not None:
-        x = color_jitter(x, generator, **spec["jitter"])
-    if spec.get("grayscale") and x.shape[1] == 3:
+        out.jitter = draw_jitter(n, generator, **spec["jitter"])
+    if spec.get("grayscale") and channels == 3:
+        out.grayscale = _drawn(n, spec["grayscale"], generator)
+    return out
+
+
+def apply(x: Tensor, drawn: ViewDraw, spec: dict) -> Tensor:
+    """``x`` perturbed at the parameters ``drawn`` for its images (``draw``, ``ViewDraw.cat``)."""
+    if drawn.boxes is not None:
+        x = resized_crops(x, drawn.boxes)
+    if drawn.flip is not None:
+        x = torch.where(_mask(drawn.flip, x), TF.horizontal_flip(x), x)
+    if drawn.jitter is not None:
+        x = apply_jitter(x, drawn.jitter, spec["jitter"])
+    if drawn.grayscale is not None:
         gray = TF.rgb_to_grayscale(x, num_output_channels=3)
-        x = torch.where(_drawn(n, spec["grayscale"], generator, x), gray, x)
+        x = torch.where(_mask(drawn.grayscale, x), gray, x)
     return x
 
 
@@ -59,9 +118,14 @@ def perturbs(spec: dict | None) -> bool:
     return spec.get("crop") is not None or any(float(p or 0) > 0 for p in drawn)
 
 
-def _drawn(n: int, p: float, generator, like: Tensor) -> Tensor:
-    """A B×1×1×1 mask, each image True with probability ``p``."""
-    return (torch.rand(n, generator=generator) < float(p)).to(like.device)[:, None, None, None]
+def _drawn(n: int, p: float, generator) -> Tensor:
+    """Each of ``n`` images True with probability ``p``."""
+    return torch.rand(n, generator=generator) < float(p)
+
+
+def _mask(drawn: Tensor, like: Tensor) -> Tensor:
+    """A B×1×1×1 mask on ``like``'s device."""
+    return drawn.to(like.device)[:, None, None, None]
 
 
 def crop_boxes(n: int, h: int, w: int, generator, scale, ratio) -> Tensor:
@@ -93,18 +157,18 @@ def resized_crops(x: Tensor, boxes: Tensor) -> Tensor:
     return roi_align(x, rois, tuple(x.shape[-2:]), spatial_scale=1.0, aligned=True)
 
 
-def color_jitter(
-    x: Tensor,
+def draw_jitter(
+    n: int,
     generator,
     p: float = 1.0,
     brightness: float = 0.0,
     contrast: float = 0.0,
     saturation: float = 0.0,
     hue: float = 0.0,
-) -> Tensor:
+) -> tuple[Tensor, dict[str, Tensor], Tensor]:
     """``RandomApply([ColorJitter(brightness, contrast, saturation, hue)], p)`` per image:
-    factors U[max(0, 1 − b), 1 + b] (hue U[−h, h]), the four in a random order per image."""
-    n = x.shape[0]
+    which of ``n`` images it changes, each one's factors U[max(0, 1 − b), 1 + b] (hue
+    U[−h, h]) and the random order of its four operations."""
     applied = torch.rand(n, generator=generator) < float(p)
     ranges = {"brightness": brightness, "contrast": contrast, "saturation": saturation,
               "hue": hue}  # fmt: skip
@@ -116,12 +180,18 @@ def color_jitter(
         else:
             low = max(0.0, 1.0 - float(r))
             factors[name] = low + (1.0 + float(r) - low) * u
-    order = torch.rand(n, len(JITTERS), generator=generator).argsort(1)
+    return applied, factors, torch.rand(n, len(JITTERS), generator=generator).argsort(1)
+
+
+def apply_jitter(x: Tensor, drawn: tuple[Tensor, dict[str, Tensor], Tensor], spec: dict) -> Tensor:
+    """The colour jitter of ``draw_jitter`` applied: each image's ``pos``-th operation in
+    turn, on the images it applies to (an operation whose range ``spec`` sets to 0 is off)."""
+    applied, factors, order = drawn
     ops = {"brightness": brightness_of, "contrast": contrast_of, "saturation": saturation_of,
            "hue": hue_of}  # fmt: skip
     for pos in range(len(JITTERS)):  # each image's pos-th operation, on those images only
         for k, name in enumerate(JITTERS):
-            if not ranges[name] or (name in ("saturation", "hue") and x.shape[1] != 3):
+            if not spec.get(name) or (name in ("saturation", "hue") and x.shape[1] != 3):
                 continue
             at = (applied & (order[:, pos] == k)).nonzero().flatten()
             if len(at):
@@ -155,19 +225,15 @@ def saturation_of(x: Tensor, f: Tensor) -> Tensor:
 
 def hue_of(x: Tensor, shift: Tensor) -> Tensor:
     """``adjust_hue`` at each image's shift (in turns): each pixel's hue turned by it, its
-    saturation and value kept."""
-    value, largest = x.max(1)
-    least = x.min(1).values
-    chroma = value - least
+    saturation and value kept (the three channels at once: R, G, B are k = 5, 3, 1)."""
+    value, largest = x.max(1, keepdim=True)
+    chroma = value - x.min(1, keepdim=True).values
     sat = torch.where(value > 0, chroma / value.clamp_min(1e-12), torch.zeros_like(value))
     r, g, b = x.unbind(1)
-    c = chroma.clamp_min(1e-12)
+    c = chroma[:, 0].clamp_min(1e-12)
     sextant = torch.stack([((g - b) / c) % 6, (b - r) / c + 2, (r - g) / c + 4], 1)
-    h = sextant.gather(1, largest[:, None])[:, 0] / 6
+    h = sextant.gather(1, largest) / 6
     h = torch.where(chroma > 0, h, torch.zeros_like(h))
-    h = (h + _per_image(shift, x)[:, 0]) % 1.0
-    out = []
-    for n in (5.0, 3.0, 1.0):  # R, G, B
-        k = (n + 6 * h) % 6
-        out.append(value - value * sat * torch.clamp(torch.minimum(k, 4 - k), 0.0, 1.0))
-    return torch.stack(out, 1)
+    h = (h + _per_image(shift, x)) % 1.0
+    k = (torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1) + 6 * h) % 6
+    return value - value * sat * torch.clamp(torch.minimum(k, 4 - k), 0.0, 1.0)
