@@ -9,10 +9,10 @@ grayscale by ``torchvision.transforms.v2.functional`` on the whole batch, kept w
 brightness, contrast and saturation blend each image with torchvision's targets (black, its
 mean grey, its grey image) at its own factor, hue turns each image's hue by its own
 amount, in a random order per image (``ColorJitter``). ``draw`` draws a view's parameters
-and ``apply`` applies them, so the views of one batch (``fedrepro.fl.data.DeviceData.
-views_batch``) are drawn one after the other, as separate calls would, and perturbed in one
-pass. A spec (``train.views`` or an adapt
-block's ``views``) names the perturbations to apply; a missing one is off:
+and ``apply`` applies them, so the views of one batch (``DeviceData.views_batch``) are drawn
+one after the other, as separate calls would draw them, and perturbed in one pass. A spec
+(``train.views`` or an adapt block's ``views``) names the perturbations to apply; a missing
+one is off:
 
     {"crop": {"scale": [0.2, 1.0], "ratio": [0.75, 1.333]}, "flip": 0.5,
      "jitter": {"p": 0.8, "brightness": 0.4, "contrast": 0.4, "saturation": 0.4, "hue": 0.1},
