@@ -54,7 +54,9 @@ class DeviceData:
         contrastive ``view`` is perturbed by ``views`` (after any client transform) in place
         of the training augmentation, which every other training batch takes (FedICON's
         classifier batches: the run's augmentation, its contrastive views: the views')."""
-        augmenting = train and self.augments and not (view and self.views)
+        if view and self.views:
+            return self.views_batch(idx, generator, transform, 1)
+        augmenting = train and self.augments
         native = augmenting and self.augment_at == "native"
         x = to_input(self.images[idx], None if native else self.img_size, self.channels)
         if augmenting:
@@ -73,8 +75,6 @@ class DeviceData:
             x = resize(x, self.img_size)
         if transform is not None:
             x = transform(x, generator)
-        if view and self.views:
-            x = perturb(x, generator, self.views)
         return normalize(x, self.mean, self.std), self.labels[idx]
 
     def views_batch(
@@ -84,8 +84,8 @@ class DeviceData:
         their labels: the inputs ``count`` calls of ``batch(..., train=True, view=True)``
         give, from the same draws in the same order, each view's perturbations applied to
         all views in one pass (FedICON's views cost half the calls)."""
-        if not self.views:
-            x = [self.batch(idx, generator, transform, True, True)[0] for _ in range(count)]
+        if not self.views:  # the training augmentation, drawn per view
+            x = [self.batch(idx, generator, transform, train=True)[0] for _ in range(count)]
             return torch.cat(x), self.labels[idx]
         base = to_input(self.images[idx], self.img_size, self.channels)
         inputs, draws = [], []
