@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from fedrepro.bench.budget import budget, write_budget
@@ -80,6 +82,30 @@ def test_without_a_timed_run_the_wall_time_is_the_job_seconds_over_the_cores(tmp
     assert "no timed run" in md.read_text()
 
 
+def test_a_timed_run_that_ran_only_some_jobs_does_not_time_the_default(tmp_path):
+    """A rerun after an edit runs only the jobs the edit touches: the Snakemake process that
+    runs the budget then took seconds, and scaling every paper to it would report a default
+    of 0.1 min that meets its budget (the old page did). Jobs whose benchmark files are older
+    than the run's start are records of earlier runs: the wall time is then the estimate."""
+    _default(tmp_path)
+    started = 1_000_000.0
+    for tsv in (tmp_path / "benchmarks").rglob("*.tsv"):
+        os.utime(tsv, (started + 5, started + 5))  # every job ran in the timed run
+    limits = {"paper_minutes": 0.25, "total_minutes": 0.5}
+    timed = {"started": started, "wall_seconds": 40.0, "cpu_seconds": 2.0}
+    whole = budget(tmp_path, 2, limits, timed)
+    assert whole["earlier_jobs"] == 0 and whole["wall_seconds"] == 40.0
+    for rel in ("train/ja.tsv", "train/jb.tsv", "data/cifar10.tsv"):
+        os.utime(tmp_path / "benchmarks" / rel, (started - 600, started - 600))
+    part = budget(tmp_path, 2, limits, {**timed, "wall_seconds": 6.0})
+    # 66 job seconds over 2 cores, not the 6 s of the rerun
+    assert (part["earlier_jobs"], part["jobs"], part["wall_seconds"]) == (3, 6, 33.0)
+    assert not part["within"] and part["papers"]["b"]["within"] is False
+    text = write_budget(tmp_path / "budget.json", part)[0].read_text()
+    assert f"{33 / 60:.1f} min of wall time (misses ≤ 0.5 min), estimated as job" in text
+    assert "ran 3 of the 6 jobs, the other 3 are records of earlier runs" in text
+
+
 def test_the_benchmark_jobs_are_a_row_of_their_own_not_spread_over_the_papers(tmp_path):
     _default(tmp_path / "mini")
     bench = tmp_path / "bench"
@@ -103,6 +129,7 @@ def test_the_driver_is_the_process_that_marked_itself(monkeypatch):
     sum(i * i for i in range(300_000))  # some CPU time of this process
     seen = driver()
     assert 0 <= seen["wall_seconds"] < 60 and seen["cpu_seconds"] > 0
+    assert abs(seen["started"] + seen["wall_seconds"] - time.time()) < 5
     # a job on another host (a cluster node): that pid is not the driver there
     monkeypatch.setattr("socket.gethostname", lambda: "another-node")
     assert driver()["cpu_seconds"] is None

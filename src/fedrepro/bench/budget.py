@@ -11,7 +11,10 @@ of the default at mini scale) are a row of their own, from their benchmark files
 wall time since it started and its own CPU time (``bench.driver``).
 
 Per paper, the estimated wall time is its job seconds over the cores, scaled so that all
-papers, the shared work and the benchmarks add up to the timed run's wall time.
+papers, the shared work and the benchmarks add up to the timed run's wall time. A timed run
+that did not run every job (a job's benchmark file is older than the run's start: it came
+from an earlier run, e.g. after an edit that reruns only the tables) does not time the
+default: the wall time is then the job seconds over the cores, said to be an estimate.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ def job_table(root: Path) -> list[dict]:
     for tsv in sorted(Path(root, "benchmarks").rglob("*.tsv")):
         rule = tsv.relative_to(Path(root, "benchmarks")).parts[0]
         name, wall = tsv.stem, _seconds(tsv)
-        row = {"rule": rule, "name": name, "paper": SHARED, "seconds": wall}
+        row = {"rule": rule, "name": name, "paper": SHARED, "seconds": wall,
+               "finished": tsv.stat().st_mtime}  # fmt: skip
         if rule in STAGE_DIRS:  # the job's record names its members' directories
             stage = STAGE_DIRS[rule]
             record = _json(Path(root, stage, f"{name}.json"))
@@ -86,8 +90,11 @@ def bench_table(bench: str | Path | None) -> list[dict]:
     ``bench``; none without the directory."""
     if bench is None:
         return []
-    return [{"rule": BENCH, "name": tsv.stem, "paper": BENCH, "seconds": _seconds(tsv)}
-            for tsv in sorted(Path(bench).rglob("*.tsv"))]  # fmt: skip
+    return [
+        {"rule": BENCH, "name": t.stem, "paper": BENCH, "seconds": _seconds(t),
+         "finished": t.stat().st_mtime}
+        for t in sorted(Path(bench).rglob("*.tsv"))
+    ]  # fmt: skip
 
 
 def _add_shares(row: dict, metrics: list[dict], wall: float) -> None:
@@ -130,10 +137,12 @@ def budget(
             p[share] += r.get(share, 0.0)
     job_seconds = sum(p["seconds"] for p in papers.values())
     ideal = job_seconds / max(cores, 1)
-    wall = timed["wall_seconds"] if timed else ideal
+    earlier = _earlier_jobs(rows, timed)
+    wall = timed["wall_seconds"] if timed and not earlier else ideal
     scale = wall / ideal if ideal else 1.0
     out = {"cores": cores, "limits": limits, "timed": timed, "job_seconds": job_seconds,
-           "wall_seconds": wall, "papers": {}}  # fmt: skip
+           "wall_seconds": wall, "jobs": len(rows), "earlier_jobs": earlier,
+           "papers": {}}  # fmt: skip
     for name, p in sorted(papers.items()):
         minutes = p["seconds"] / max(cores, 1) * scale / 60
         within = None if name in (SHARED, BENCH) else minutes <= limits["paper_minutes"]
@@ -143,8 +152,17 @@ def budget(
     out["minutes"] = wall / 60
     out["within"] = out["minutes"] <= limits["total_minutes"]
     if timed and timed.get("cpu_seconds") is not None:
-        out["snakemake_share"] = timed["cpu_seconds"] / (wall * max(cores, 1))
+        out["snakemake_share"] = timed["cpu_seconds"] / (timed["wall_seconds"] * max(cores, 1))
     return out
+
+
+def _earlier_jobs(rows: list[dict], timed: dict | None) -> int:
+    """How many jobs finished before the timed run started (their records are from an earlier
+    run); 0 without a timed run or its start."""
+    started = (timed or {}).get("started")
+    if started is None:
+        return 0
+    return sum(r["finished"] < float(started) for r in rows)
 
 
 LEARNING_TEXT = (
@@ -222,8 +240,14 @@ def write_budget(out: Path, result: dict) -> list[Path]:
     verdict = "meets" if result["within"] else "misses"
     total = limits["total_minutes"]
     whole = f"The run: {result['minutes']:.1f} min of wall time ({verdict} ≤ {total} min)"
+    earlier = result.get("earlier_jobs", 0)
     if timed is None:
         whole += ", estimated as job seconds over the cores (no timed run: not run by Snakemake)"
+    elif earlier:
+        whole += (f", estimated as job seconds over the cores: the timed Snakemake run "
+                  f"({timed['wall_seconds'] / 60:.1f} min) ran {result['jobs'] - earlier} of "
+                  f"the {result['jobs']} jobs, the other {earlier} are records of earlier runs; "
+                  f"time the default from a clean `results/`")  # fmt: skip
     elif "snakemake_share" in result:
         whole += (f"; the Snakemake process used {timed['cpu_seconds'] / 60:.1f} CPU min, "
                   f"{result['snakemake_share']:.1%} of the {cores} cores")  # fmt: skip

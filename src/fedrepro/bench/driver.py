@@ -23,14 +23,15 @@ def mark_driver() -> None:
 
 
 def driver() -> dict | None:
-    """The driver of this job: wall seconds since it started and its CPU seconds (Linux
-    /proc on the driver's host; None elsewhere, e.g. a cluster job on another node, where
-    that pid is another process), or None outside a workflow run."""
+    """The driver of this job: when it started (epoch seconds), wall seconds since then and
+    its CPU seconds (Linux /proc on the driver's host; None elsewhere, e.g. a cluster job on
+    another node, where that pid is another process), or None outside a workflow run."""
     spec = os.environ.get(ENV)
     if not spec:
         return None
     info = json.loads(spec)
-    out = {"wall_seconds": time.time() - float(info["started"]), "cpu_seconds": None}
+    started = float(info["started"])
+    out = {"started": started, "wall_seconds": time.time() - started, "cpu_seconds": None}
     if info.get("host") != socket.gethostname():
         return out
     try:
