@@ -247,7 +247,7 @@ def write_budget(out: Path, result: dict) -> list[Path]:
         whole += (f", estimated as job seconds over the cores: the timed Snakemake run "
                   f"({timed['wall_seconds'] / 60:.1f} min) ran {result['jobs'] - earlier} of "
                   f"the {result['jobs']} jobs, the other {earlier} are records of earlier runs; "
-                  f"time the default from a clean `results/`")  # fmt: skip
+                  f"time the default from an empty `results/`")  # fmt: skip
     elif "snakemake_share" in result:
         whole += (f"; the Snakemake process used {timed['cpu_seconds'] / 60:.1f} CPU min, "
                   f"{result['snakemake_share']:.1%} of the {cores} cores")  # fmt: skip
