@@ -37,9 +37,11 @@ BENCH = "bench"  # the benchmark jobs: a row of their own, without a limit
 STAGE_DIRS = {"train": "runs", "adapt": "adapt"}  # where a job of the stage writes
 
 
-def _seconds(tsv: Path) -> float:
+def _timing(tsv: Path) -> dict[str, float]:
+    """A job's benchmark file: its wall seconds, and when it finished (the file's time)."""
     with open(tsv) as f:
-        return float(next(csv.DictReader(f, delimiter="\t"))["s"])
+        seconds = float(next(csv.DictReader(f, delimiter="\t"))["s"])
+    return {"seconds": seconds, "finished": tsv.stat().st_mtime}
 
 
 def _json(path: Path) -> dict:
@@ -62,9 +64,9 @@ def job_table(root: Path) -> list[dict]:
     rows = []
     for tsv in sorted(Path(root, "benchmarks").rglob("*.tsv")):
         rule = tsv.relative_to(Path(root, "benchmarks")).parts[0]
-        name, wall = tsv.stem, _seconds(tsv)
-        row = {"rule": rule, "name": name, "paper": SHARED, "seconds": wall,
-               "finished": tsv.stat().st_mtime}  # fmt: skip
+        name = tsv.stem
+        row = {"rule": rule, "name": name, "paper": SHARED, **_timing(tsv)}
+        wall = row["seconds"]
         if rule in STAGE_DIRS:  # the job's record names its members' directories
             stage = STAGE_DIRS[rule]
             record = _json(Path(root, stage, f"{name}.json"))
@@ -90,11 +92,8 @@ def bench_table(bench: str | Path | None) -> list[dict]:
     ``bench``; none without the directory."""
     if bench is None:
         return []
-    return [
-        {"rule": BENCH, "name": t.stem, "paper": BENCH, "seconds": _seconds(t),
-         "finished": t.stat().st_mtime}
-        for t in sorted(Path(bench).rglob("*.tsv"))
-    ]  # fmt: skip
+    return [{"rule": BENCH, "name": tsv.stem, "paper": BENCH, **_timing(tsv)}
+            for tsv in sorted(Path(bench).rglob("*.tsv"))]  # fmt: skip
 
 
 def _add_shares(row: dict, metrics: list[dict], wall: float) -> None:
