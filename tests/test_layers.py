@@ -2,7 +2,8 @@
 
 A module's layer is its top-level subpackage (``fedrepro/fl/engine.py`` -> ``fl``); the
 utility modules ``fedrepro.arithmetic``, ``fedrepro.atomic``, ``fedrepro.checksums``,
-``fedrepro.logs``, ``fedrepro.memory`` and ``fedrepro/__init__.py`` form the ``utilities``
+``fedrepro.device``, ``fedrepro.discipline``, ``fedrepro.geometry``, ``fedrepro.logs``,
+``fedrepro.memory`` and ``fedrepro/__init__.py`` form the ``utilities``
 layer. Every layer may import itself and ``utilities``; any other ``fedrepro`` import must be
 listed in ``ALLOWED``. No module may import ``snakemake`` or the workflow's code (``workflow/``).
 """
@@ -16,7 +17,9 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 UTILITIES = "utilities"
-UTILITY_MODULES = frozenset({"arithmetic", "atomic", "checksums", "geometry", "logs", "memory"})
+UTILITY_MODULES = frozenset(
+    {"arithmetic", "atomic", "checksums", "device", "discipline", "geometry", "logs", "memory"}
+)
 
 ALLOWED: dict[str, frozenset[str]] = {
     UTILITIES: frozenset(),

@@ -1,7 +1,11 @@
 """The paper-shape smoke (config/smoke.yaml over config/paper.yaml) runs end to end: every
 (algorithm, backbone, tuning, adaptation) combination of the five paper grids trains or adapts
 at its paper-scale model, image size and class count, on synthetic data, and every
-paper-scale item builder and claims page runs on the results. About 15 minutes on 2 cores."""
+paper-scale item builder and claims page runs on the results; and every training and
+adaptation job runs under the GPU discipline's checks (``fedrepro.discipline``): no op without a
+deterministic CUDA kernel, no draw off its generator's device or moved to it, and no host
+synchronisation inside a training step (the per-phase counts are
+``results/smoke/paper/discipline/<id>.json``). About 15 minutes on 2 cores."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fedrepro.discipline import ENV
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.items import ITEM_KINDS
 from fedrepro.experiments.plan import paper_plan
@@ -18,9 +23,11 @@ from tests.workflow_helpers import copy_workflow, snakemake
 pytestmark = pytest.mark.smoke
 
 
-def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path):
+def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path, monkeypatch):
     wf = copy_workflow(tmp_path)
     smoke = load_yaml(wf / "config/smoke.yaml")
+    checked = wf / smoke["results"] / "paper" / "discipline"
+    monkeypatch.setenv(ENV, str(checked))
     args = ("--configfile", "config/paper.yaml", "config/smoke.yaml")
     res = snakemake("--cores", "2", *args, cwd=wf, timeout=3600)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -36,6 +43,12 @@ def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path
     for aid in plan.adapts:
         metrics = json.loads(Path(plan.path(f"adapt/{aid}/metrics.json")).read_text())
         assert metrics["peak_rss_mb"] > 0, aid
+    reports = {p.stem: json.loads(p.read_text()) for p in checked.glob("*.json")}
+    assert set(reports) == set(plan.runs) | set(plan.adapts)
+    for rid, report in reports.items():
+        assert not report["nondeterministic"], (rid, report)
+        assert not report["generator_mismatch"] and not report["moved_draws"], (rid, report)
+        assert not report["syncs"].get("step") and not report["syncs"].get("data"), (rid, report)
     for name, manifest in plan.items.items():
         kind = ITEM_KINDS[manifest["kind"]]
         paper, item = name.split("/")

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.algorithms.personalized import Local
+from fedrepro.device import on
 from fedrepro.fl.algorithm import Algorithm, ClientCtx, Payload
 from fedrepro.fl.contrastive import (
     contrastive_loss,
@@ -199,7 +200,10 @@ class FedICONTest(Local):
         if not self.online:
             return model
         idx = self.client_train[client]
-        pick = idx[torch.randperm(len(idx), generator=generator, device=idx.device)[: self.memory]]
+        # the draw on its generator's device (a CPU generator drawing straight onto CUDA is
+        # refused by CUDA's kernels: "Expected a 'cuda' device type for generator")
+        order = torch.randperm(len(idx), generator=generator, device=on(generator, idx.device))
+        pick = idx[order[: self.memory]]
         memory, _ = self.train_data.batch(pick)
         tcfg = self.train_cfg
         return OnlineICONPredictor(
@@ -241,7 +245,8 @@ class OnlineICONPredictor(nn.Module):
             self.model.eval()
             with torch.no_grad():
                 out.append(self.model(xi))
-            slot = int(torch.randint(len(self.memory), (1,), generator=self.generator,
-                                     device=self.memory.device))  # fmt: skip
-            self.memory[slot] = xi[0]
+            # the slot stays a tensor (no read back): the memory is written on the device
+            slot = torch.randint(len(self.memory), (1,), generator=self.generator,
+                                 device=on(self.generator, self.memory.device))  # fmt: skip
+            self.memory.index_copy_(0, slot, xi)
         return torch.cat(out)

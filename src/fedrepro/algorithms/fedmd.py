@@ -97,8 +97,10 @@ class FedMD(Algorithm):
     def public_indices(self, r: int) -> torch.Tensor:
         """Round ``r``'s public samples (indices into the public training split)."""
         n = len(self.public.labels)
-        order = torch.randperm(n, generator=seeded_generator(PUBLIC_SEED, r))
-        return order[: min(self.samples, n)].to(self.public.labels.device)
+        dev = self.public.labels.device
+        generator = seeded_generator(PUBLIC_SEED, r, device=dev)
+        order = torch.randperm(n, generator=generator, device=dev)
+        return order[: min(self.samples, n)]
 
     def downlink_to(self, client: int, down: dict) -> dict[str, torch.Tensor]:
         """The consensus over this round's public samples; none in round 1, or after a round
@@ -126,7 +128,7 @@ class FedMD(Algorithm):
         every = torch.arange(len(public.labels), device=public.labels.device)
         train_epochs(
             model, public, every, self.train_cfg, ctx.lr, self.pretrain_epochs,
-            seeded_generator(PRETRAIN_SEED, ctx.client),
+            seeded_generator(PRETRAIN_SEED, ctx.client, device=every.device),
             objective=lambda x, y: F.cross_entropy(model.forward_public(x), y),
         )  # fmt: skip
 
@@ -142,7 +144,7 @@ class FedMD(Algorithm):
         )
         train_epochs(
             model, rows, rows.labels, self.train_cfg, ctx.lr, self.digest_epochs,
-            seeded_generator(DIGEST_SEED, ctx.round, ctx.client),
+            seeded_generator(DIGEST_SEED, ctx.round, ctx.client, device=idx.device),
             objective=lambda x, i: F.l1_loss(both_heads(model, x).float(), target[i]),
         )  # fmt: skip
 

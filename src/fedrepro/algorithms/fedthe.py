@@ -92,11 +92,11 @@ class FedTHE(Algorithm):
         head = getattr(model, HEAD)
         lr = float(self.head_lr if self.head_lr is not None else ctx.lr)
         opt = make_optimizer(list(head.parameters()), self.train_cfg, lr)
-        gen = torch.Generator().manual_seed(ctx.client * 1009 + ctx.round)
+        gen = torch.Generator(ctx.idx.device).manual_seed(ctx.client * 1009 + ctx.round)
         batch = int(self.train_cfg.get("batch_size", 32))
         model.eval()  # the representation is frozen (its BN statistics too)
         for _ in range(self.head_epochs):
-            order = ctx.idx[torch.randperm(len(ctx.idx), generator=gen).to(ctx.idx.device)]
+            order = ctx.idx[torch.randperm(len(ctx.idx), generator=gen, device=gen.device)]
             for s in range(0, len(order), batch):
                 x, y = ctx.data.batch(order[s : s + batch])
                 with torch.no_grad():

@@ -11,8 +11,9 @@ from matplotlib.figure import Figure
 from fedrepro.fl.timing import PHASES
 from fedrepro.report.output import save_figure
 
-_COLOURS = dict(zip([*PHASES, "other"], ["#4878d0", "#ee854a", "#6acc64", "#d65f5f",
-                                         "#956cb4", "#8c8c8c"], strict=True))  # fmt: skip
+_COLOURS = dict(zip([*PHASES, "other"], ["#4878d0", "#ee854a", "#dc7ec0", "#6acc64",
+                                         "#d65f5f", "#956cb4", "#8c8c8c"],
+                    strict=True))  # fmt: skip
 
 
 def _machine(results: list[dict]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from fedrepro.data.partitions.make import test_lists_from
 from fedrepro.data.prepared import Split, load_split
 from fedrepro.data.transforms.batches import MEAN, STD, channel_stats
 from fedrepro.data.transforms.corruptions import COMMON9, CORRUPTIONS, random_corruptions
+from fedrepro.device import set_deterministic
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.groups import architectures
 from fedrepro.fl.public import public_dataset
@@ -21,11 +23,23 @@ from fedrepro.models.tuning import apply_tuning
 from fedrepro.models.weights import load_weights
 
 
-def pick_device(name: str = "auto", threads: int = 1) -> torch.device:
+def pick_device(name: str = "auto", threads: int = 1, deterministic: bool = True) -> torch.device:
+    """The job's device (config ``device``: ``auto`` takes a visible GPU, else the CPU) with its
+    arithmetic made deterministic on a GPU (``train.deterministic``, ``fedrepro.device``).
+    ``cuda`` without a visible GPU is refused: a GPU job that lands on a node without one
+    would otherwise train on one CPU thread for days."""
     torch.set_num_threads(max(1, int(threads)))
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            "device: cuda, but no GPU is visible to this job (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')!r}; a Slurm job gets one through "
+            "its rule's gpu resource); run with --config device=cpu to train on the CPU"
+        )
+    dev = torch.device(name)
+    set_deterministic(deterministic and dev.type == "cuda")
+    return dev
 
 
 def set_tf32(policy: str) -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from fedrepro.data.transforms.batches import MEAN, STD, augment, normalize, resize, to_input
+from fedrepro.data.transforms.batches import (
+    MEAN,
+    STD,
+    augment,
+    normalize,
+    resize,
+    stats_on,
+    to_input,
+)
 from fedrepro.data.transforms.views import ViewDraw, apply, draw, perturb, perturbs
 
 
@@ -30,6 +38,28 @@ class DeviceData:
     std: tuple[float, ...] = STD
     # the perturbations of a contrastive view (fedrepro.data.transforms.views; FedICON's two views)
     views: dict | None = None
+    # the normalisation as device tensors, made with the split (a batch builds none from Python
+    # values), and the class count once read
+    _stats: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        grey = self.images.ndim == 4 and self.images.shape[-1] == 1 and self.channels != 3
+        channels = 1 if grey else 3
+        key = (self.mean, self.std, channels, self.images.device, torch.float32)
+        self._stats[key] = stats_on(self.mean, self.std, channels, self.images.device)
+
+    def num_classes(self) -> int:
+        """The labels' largest + 1 (0 without labels), read once."""
+        if "classes" not in self._stats:
+            self._stats["classes"] = int(self.labels.max()) + 1 if len(self.labels) else 0
+        return self._stats["classes"]
+
+    def stats(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``mean`` and ``std`` for a batch like ``x`` (its channels, device and dtype)."""
+        key = (self.mean, self.std, x.shape[1], x.device, x.dtype)
+        if key not in self._stats:
+            self._stats[key] = stats_on(self.mean, self.std, x.shape[1], x.device, x.dtype)
+        return self._stats[key]
 
     @property
     def augments(self) -> bool:
@@ -75,7 +105,7 @@ class DeviceData:
             x = resize(x, self.img_size)
         if transform is not None:
             x = transform(x, generator)
-        return normalize(x, self.mean, self.std), self.labels[idx]
+        return normalize(x, *self.stats(x)), self.labels[idx]
 
     def views_batch(
         self, idx: torch.Tensor, generator: torch.Generator | None, transform, count: int
@@ -94,18 +124,17 @@ class DeviceData:
             inputs.append(x)
             draws.append(draw(x.shape, generator, self.views))
         x = apply(torch.cat(inputs), ViewDraw.cat(draws), self.views)
-        return normalize(x, self.mean, self.std), self.labels[idx]
+        return normalize(x, *self.stats(x)), self.labels[idx]
 
     def view_of(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """An augmented view of inputs ``x`` this data already prepared (normalised, at the
         input size), as ``batch`` draws a contrastive view: perturbed by ``views``, else the
         training augmentation applied to them again (FedICON's online test-time views)."""
-        m = torch.tensor(self.mean[: x.shape[1]], device=x.device, dtype=x.dtype)
-        s = torch.tensor(self.std[: x.shape[1]], device=x.device, dtype=x.dtype)
-        raw = x * s.view(1, -1, 1, 1) + m.view(1, -1, 1, 1)
+        m, s = self.stats(x)
+        raw = x * s + m
         if self.views:
             aug = perturb(raw, generator, self.views)
         else:
             aug = augment(raw, generator, self.crop_pad, self.flip, self.rotate, self.pad_mode,
                           self.flip_p, self.rotate_p, self.erase)  # fmt: skip
-        return normalize(aug, self.mean, self.std)
+        return normalize(aug, m, s)

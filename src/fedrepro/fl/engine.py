@@ -233,7 +233,7 @@ def run_rounds(
                 )
             algorithm.client_begin(ctx)
             torch.manual_seed(derive_seed(seed, r, k, pos, 1))
-            gen = seeded_generator(seed, r, k, pos)
+            gen = seeded_generator(seed, r, k, pos, device=device)
             on_test = algorithm.fit_split(r) == "test"
             batch = algorithm.batch_size(r)
             fit = partial(
@@ -259,7 +259,8 @@ def run_rounds(
                         ctx.steps += fit(epochs=phase_epochs, optimizer=phase_opt)[0]
             if keep_optim and opt is not None:
                 state.optim[k] = optimizer_state(opt)
-            payloads.append(algorithm.client_end(ctx))
+            with clock.phase("upload"):
+                payloads.append(algorithm.client_end(ctx))
             if algorithm.local:
                 state.local[k] = take(model, algorithm.local)
         with clock.phase("aggregate"):

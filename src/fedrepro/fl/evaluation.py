@@ -52,7 +52,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
         for k in members:
             if algorithm.personalized:
                 put(model, client_local(algorithm, state, k, inits[g], device))
-            gen = seeded_generator(seed, r, k, 0xE7A1)
+            gen = seeded_generator(seed, r, k, 0xE7A1, device=device)
             per_client[k] = predict(
                 algorithm.predictor(model, k, gen),
                 test,
@@ -61,35 +61,52 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
                 clients.transforms[k],
                 **opts,
             )
-    n = sum(len(c) for c, _ in per_client)
-    hits = sum(float(c.sum()) for c, _ in per_client)
-    loss = sum(float(losses.sum()) for _, losses in per_client)
-    accs = [100.0 * float(c.float().mean()) for c, _ in per_client if len(c)]
+    # every client's hits, loss sum and accuracy in one read (no wait per client)
+    sizes = [len(c) for c, _ in per_client]
+    sums = torch.stack(
+        [
+            torch.stack(
+                [c.sum().double(), losses.sum().double(), c.float().mean().double() * 100.0]
+            )
+            for c, losses in per_client
+        ]  # fmt: skip
+    ).tolist()
+    n = sum(sizes)
+    hits = sum(s[0] for s in sums)
+    accs = [s[2] for s, size in zip(sums, sizes, strict=True) if size]
     row = {
         "acc": 100.0 * hits / max(n, 1),
         "acc_mean": sum(accs) / max(len(accs), 1),
-        "loss": loss / max(n, 1),
+        "loss": sum(s[1] for s in sums) / max(n, 1),
         "acc_per_client": accs,
-        "acc_per_class": class_accuracy([c for c, _ in per_client], clients.test, test.labels),
+        "acc_per_class": class_accuracy(
+            [c for c, _ in per_client], clients.test, test.labels, test.num_classes()
+        ),
     }
     if any(g is not None for g in clients.groups):
-        correct = [c for c, _ in per_client]
-        row["acc_per_group"] = group_accuracy(correct, clients.groups)
-        row["acc_per_group_mean"] = group_accuracy(correct, clients.groups, pooled=False)
+        counted = [(s[0], size) for s, size in zip(sums, sizes, strict=True)]
+        row["acc_per_group"] = group_accuracy(counted, clients.groups)
+        row["acc_per_group_mean"] = group_accuracy(counted, clients.groups, pooled=False)
     return row
 
 
 def class_accuracy(
-    correct: list[torch.Tensor], test_idx: list[torch.Tensor], labels: torch.Tensor
+    correct: list[torch.Tensor],
+    test_idx: list[torch.Tensor],
+    labels: torch.Tensor,
+    num_classes: int | None = None,
 ) -> dict[str, float]:
     """Per class some client is tested on (keyed by the class index, in order), the mean over
-    those clients of each one's accuracy on its test images of that class (FedHPL Fig. 5)."""
-    num_classes = int(labels.max()) + 1 if len(labels) else 0
+    those clients of each one's accuracy on its test images of that class (FedHPL Fig. 5).
+    The hits per class are a sum by index (``index_add_``: deterministic on CUDA, where a
+    weighted ``bincount`` is not); ``num_classes`` defaults to the labels' largest + 1."""
+    if num_classes is None:
+        num_classes = int(labels.max()) + 1 if len(labels) else 0
     rows = []
     for c, idx in zip(correct, test_idx, strict=True):
         y = labels[idx]
         seen = torch.bincount(y, minlength=num_classes).double()
-        hits = torch.bincount(y, weights=c.double(), minlength=num_classes)
+        hits = seen.new_zeros(num_classes).index_add_(0, y, c.double())
         rows.append(torch.where(seen > 0, 100.0 * hits / seen.clamp(min=1), torch.nan))
     if not rows:
         return {}
@@ -98,17 +115,21 @@ def class_accuracy(
 
 
 def group_accuracy(
-    correct: list[torch.Tensor], groups: list[str | None], pooled: bool = True
+    correct: list[torch.Tensor] | list[tuple[float, int]],
+    groups: list[str | None],
+    pooled: bool = True,
 ) -> dict[str, float]:
     """Accuracy per group of clients (FedPCE's Table 2: per degradation): pooled over the
     group's test images, or (``pooled`` False) the mean over its clients of each one's
-    accuracy, as Table 2's caption says (a client without test images counts in neither)."""
+    accuracy, as Table 2's caption says (a client without test images counts in neither).
+    ``correct``: each client's per-sample correctness, or its (hits, test images) counted."""
     hits: dict[str, list[float]] = {}
     total: dict[str, list[int]] = {}
     for c, g in zip(correct, groups, strict=True):
-        if g is not None and len(c):
-            hits.setdefault(g, []).append(float(c.sum()))
-            total.setdefault(g, []).append(len(c))
+        got, size = (float(c.sum()), len(c)) if isinstance(c, torch.Tensor) else c
+        if g is not None and size:
+            hits.setdefault(g, []).append(got)
+            total.setdefault(g, []).append(size)
     if pooled:
         return {g: 100.0 * sum(hits[g]) / sum(total[g]) for g in hits}
     return {

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fedrepro.arithmetic import check
+from fedrepro.device import on
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.optim import make_optimizer
 from fedrepro.fl.timing import NULL_CLOCK
@@ -87,7 +88,7 @@ def train_epochs(
     while (steps < budget and can_step) if budget is not None else passes < epochs:
         passes += 1
         before = steps
-        order = idx[torch.randperm(len(idx), generator=generator).to(idx.device)]
+        order = idx[torch.randperm(len(idx), generator=generator, device=on(generator, idx.device))]
         for start in range(0, len(order), bs):
             if budget is not None and steps >= budget:
                 break

@@ -11,9 +11,14 @@ def derive_seed(*parts: int) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, np.uint64)[0] >> 1)
 
 
-def seeded_generator(*parts: int) -> torch.Generator:
-    """A CPU generator seeded by ``derive_seed(*parts)`` (a client's draws in a round)."""
-    gen = torch.Generator(device="cpu")
+def seeded_generator(*parts: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A generator on ``device`` seeded by ``derive_seed(*parts)`` (a client's draws in a
+    round). A job's generators live on the job's device and every draw from one happens there
+    (``device=generator.device``), so a GPU step neither copies its draws nor hands a CUDA
+    kernel a CPU generator; on the CPU the numbers are those of a CPU generator, as always.
+    CUDA's Philox stream differs from the CPU's: a GPU run draws other (equally seeded,
+    equally reproducible) numbers than a CPU run."""
+    gen = torch.Generator(device=device)
     gen.manual_seed(derive_seed(*parts))
     return gen
 

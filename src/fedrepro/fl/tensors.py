@@ -45,7 +45,9 @@ def nbytes(tensors: dict[str, torch.Tensor]) -> int:
 
 
 def all_finite(tensors: dict[str, torch.Tensor]) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in tensors.values() if t.is_floating_point())
+    """Whether every floating tensor is finite: one read for the whole dict."""
+    flags = [torch.isfinite(t).all() for t in tensors.values() if t.is_floating_point()]
+    return bool(torch.stack(flags).all()) if flags else True
 
 
 def weighted_sum(dicts: list[dict[str, torch.Tensor]], weights: list[float]) -> dict:

@@ -13,7 +13,7 @@ from contextlib import contextmanager, nullcontext
 
 import torch
 
-PHASES = ("step", "data", "aggregate", "evaluate", "checkpoint")
+PHASES = ("step", "data", "upload", "aggregate", "evaluate", "checkpoint")
 
 
 class NullClock:

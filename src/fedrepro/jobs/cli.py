@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fedrepro.jobs.gpus import claim_gpu
+
 
 def job_parser(description: str) -> argparse.ArgumentParser:
     """A parser with a job's data, backbone and device arguments (a training or adaptation
@@ -21,7 +23,10 @@ def job_parser(description: str) -> argparse.ArgumentParser:
 
 def job_files(a: argparse.Namespace) -> dict:
     """The parsed common arguments as keyword arguments of ``train_runs`` / ``adapt_runs``:
-    one backbone file as its path, several as ``{backbone name (the file's stem): path}``."""
+    one backbone file as its path, several as ``{backbone name (the file's stem): path}``.
+    A GPU job on a machine of several GPUs first takes a free one (``fedrepro.jobs.gpus``)."""
+    if a.device in ("cuda", "auto"):
+        claim_gpu()
     files = {k: getattr(a, k) for k in ("data_dir", "backbone", "device", "threads")}
     weights = files["backbone"] or []
     files["backbone"] = (

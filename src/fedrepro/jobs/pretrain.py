@@ -46,7 +46,7 @@ def pretrain_backbone(
     outputs = int(cfg.get("projection", 128)) if contrastive else len(split.classes)
     model = build_model({"backbone": backbone}, outputs, seed, None, dev)
     idx = torch.arange(len(train.labels), device=dev)
-    gen = torch.Generator().manual_seed(derive_seed(seed, 0xBEEF))
+    gen = torch.Generator(dev).manual_seed(derive_seed(seed, 0xBEEF))
     temperature = float(cfg.get("temperature", 0.2))
 
     def nt_xent(x: torch.Tensor, _labels: torch.Tensor) -> torch.Tensor:

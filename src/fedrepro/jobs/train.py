@@ -22,6 +22,7 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.arithmetic import of_run
 from fedrepro.atomic import atomic_write, save_tensors, write_json
 from fedrepro.data.transforms.styles import stylize_split
+from fedrepro.discipline import DisciplineClock
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
     build_models,
@@ -35,6 +36,7 @@ from fedrepro.fl.build import (
 )
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
+from fedrepro.fl.timing import NULL_CLOCK
 from fedrepro.geometry import silhouette_vs_shuffled
 from fedrepro.logs import job_log
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
@@ -162,7 +164,10 @@ class Job:
     start_local: dict[int, dict] | None = None  # each client's own starting local tensors
 
     def run(self, checkpoint: Path | None, log=job_log) -> RunState:
-        return run_rounds(
+        """The engine's rounds; under ``FEDREPRO_DISCIPLINE`` (``fedrepro.discipline``) with
+        every phase checked, the report named for the checkpoint's folder (the run's id)."""
+        checked = DisciplineClock.from_env()
+        state = run_rounds(
             self.cfg,
             self.model,
             self.algorithm,
@@ -171,15 +176,19 @@ class Job:
             self.clients,
             checkpoint,
             log,
+            clock=checked or NULL_CLOCK,
             start_local=self.start_local,
         )
+        if checked is not None and checkpoint is not None:
+            checked.write_for(Path(checkpoint).parent.name)
+        return state
 
 
 def load_job(
     cfg: dict, data_dir: Path, partition: Path, backbone: Path | None, device: str, threads: int
 ) -> Job:
     """Everything an engine run of ``cfg`` needs (training and adaptation alike)."""
-    dev = pick_device(device, threads)
+    dev = pick_device(device, threads, bool(cfg["train"].get("deterministic", True)))
     set_tf32(of_run(cfg)[1])
     img_size = cfg["model"].get("img_size")
     train_split, train, test = load_train_test(cfg, data_dir, dev, img_size)

@@ -23,11 +23,64 @@ Every parameter trains (the baselines train their whole model, App. C.1.2).
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["HeadSplit", "PROJECTIONS"]
+__all__ = ["BinMean", "HeadSplit", "PROJECTIONS"]
 
 PROJECTIONS = ("pool", "linear", "none")
+
+
+class BinMean(nn.Module):
+    """``nn.AdaptiveAvgPool1d(size)`` with a backward that CUDA computes deterministically:
+    PyTorch has no deterministic CUDA kernel for the adaptive pool's backward (it raises under
+    ``torch.use_deterministic_algorithms``), so the gradient of each input is the sum, in
+    bin order, of the output gradients of the bins that cover it, each divided by its bin's
+    width, gathered by index. That is the CPU kernel's own arithmetic (zero, then each
+    covering bin's share added in order), so on the CPU the gradients are the same bits as
+    the adaptive pool's; the forward is the adaptive pool itself."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = int(size)
+        self._cover: dict[tuple[int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def cover(self, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bin widths (``size``) and, per input, the bins covering it in order, padded with
+        ``size`` (a zero column): PyTorch's bins [⌊i·L/s⌋, ⌈(i+1)·L/s⌉)."""
+        key = (length, torch.device(device))
+        if key not in self._cover:
+            bins = [(i * length // self.size, -(-(i + 1) * length // self.size))
+                    for i in range(self.size)]  # fmt: skip
+            covering = [[i for i, (a, b) in enumerate(bins) if a <= j < b] for j in range(length)]
+            most = max(len(c) for c in covering)
+            rows = [c + [self.size] * (most - len(c)) for c in covering]
+            widths = torch.tensor([b - a for a, b in bins], dtype=torch.float32, device=device)
+            self._cover[key] = (widths, torch.tensor(rows, dtype=torch.long, device=device))
+        return self._cover[key]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        widths, cover = self.cover(x.shape[-1], x.device)
+        return _BinMeanFn.apply(x, self.size, widths, cover)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}"
+
+
+class _BinMeanFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, size, widths, cover):
+        ctx.save_for_backward(widths, cover)
+        return F.adaptive_avg_pool1d(x, size)
+
+    @staticmethod
+    def backward(ctx, grad):
+        widths, cover = ctx.saved_tensors
+        share = torch.cat([grad / widths.to(grad.dtype), grad.new_zeros(*grad.shape[:-1], 1)], -1)
+        out = torch.zeros(*grad.shape[:-1], cover.shape[0], dtype=grad.dtype, device=grad.device)
+        for k in range(cover.shape[1]):
+            out = out + share.index_select(-1, cover[:, k])
+        return out, None, None, None
 
 
 class HeadSplit(nn.Module):
@@ -57,12 +110,12 @@ class HeadSplit(nn.Module):
         dim = latent if projection == "none" else int(feature_dim)
         if mapping:
             self.project: nn.Module = nn.Sequential(
-                nn.AdaptiveAvgPool1d(int(mapping)), nn.Linear(int(mapping), dim, bias=False)
+                BinMean(int(mapping)), nn.Linear(int(mapping), dim, bias=False)
             )
         elif projection == "linear":
             self.project = nn.Linear(latent, dim)
         elif projection == "pool":
-            self.project = nn.AdaptiveAvgPool1d(dim)
+            self.project = BinMean(dim)
         else:
             self.project = nn.Identity()
         self.num_features = dim

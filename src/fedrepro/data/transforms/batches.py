@@ -12,6 +12,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from fedrepro.device import on
+
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.5, 0.5, 0.5)
 
@@ -57,10 +59,21 @@ def channel_stats(images: torch.Tensor, chunk: int = 4096):
 
 
 def normalize(x: torch.Tensor, mean=MEAN, std=STD) -> torch.Tensor:
-    """Per-channel normalisation (the last step before the model)."""
-    m = torch.tensor(mean[: x.shape[1]], device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-    s = torch.tensor(std[: x.shape[1]], device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-    return (x - m) / s
+    """Per-channel normalisation (the last step before the model). ``mean`` and ``std`` are
+    tuples, or tensors on ``x``'s device (``stats_on``: made once per job, so a batch builds
+    no tensor from Python values)."""
+    if not isinstance(mean, torch.Tensor):
+        mean, std = stats_on(mean, std, x.shape[1], x.device, x.dtype)
+    return (x - mean) / std
+
+
+def stats_on(mean, std, channels: int, device, dtype=torch.float32):
+    """``mean`` and ``std`` of the first ``channels`` channels as 1×C×1×1 tensors on
+    ``device``."""
+    return tuple(
+        torch.tensor(v[:channels], device=device, dtype=dtype).view(1, -1, 1, 1)
+        for v in (mean, std)
+    )
 
 
 def augment(
@@ -81,26 +94,27 @@ def augment(
     vectorised, in torchvision's order. Each draws from ``generator`` only when enabled, so a
     run without it gets the same numbers as before."""
     n, _, h, w = x.shape
+    dev = on(generator, x.device)  # a job's generator lives on its device: no copies
     if crop_pad > 0:
         mode = {"zeros": "constant", "reflect": "reflect"}[pad_mode]
         padded = F.pad(x, (crop_pad,) * 4, mode=mode)
-        dy = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
-        dx = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator).to(x.device)
+        dy = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator, device=dev)
+        dx = torch.randint(0, 2 * crop_pad + 1, (n,), generator=generator, device=dev)
         rows = (torch.arange(h, device=x.device)[None, :] + dy[:, None])[:, None, :, None]
         cols = (torch.arange(w, device=x.device)[None, :] + dx[:, None])[:, None, None, :]
         batch = torch.arange(n, device=x.device)[:, None, None, None]
         chans = torch.arange(x.shape[1], device=x.device)[None, :, None, None]
         x = padded[batch, chans, rows, cols]
     if flip:
-        mask = (torch.rand(n, generator=generator) < flip_p).to(x.device)
+        mask = torch.rand(n, generator=generator, device=dev) < flip_p
         x = torch.where(mask[:, None, None, None], x.flip(3), x)
     if rotate > 0:
-        angles = rotation_angles(n, generator, rotate).to(x.device)
+        angles = rotation_angles(n, generator, rotate, dev)
         if rotate_p < 1.0:
-            angles = angles * (torch.rand(n, generator=generator) < rotate_p).to(x.device)
+            angles = angles * (torch.rand(n, generator=generator, device=dev) < rotate_p)
         x = rotate_images(x, angles)
     if erase is not None:
-        x = x * ~erase_boxes(n, h, w, generator, **erase).to(x.device)[:, None]
+        x = x * ~erase_boxes(n, h, w, generator, **erase, device=dev)[:, None]
     return x
 
 
@@ -108,21 +122,21 @@ BOX_TRIES = 10  # torchvision's RandomErasing and RandomResizedCrop try 10 boxes
 
 
 def first_fitting_box(
-    n: int, h: int, w: int, generator: torch.Generator | None, scale, ratio, fits
+    n: int, h: int, w: int, generator: torch.Generator | None, scale, ratio, fits, device="cpu"
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The box sides torchvision's ``RandomErasing`` and ``RandomResizedCrop`` draw for each
     of ``n`` H×W images: 10 tries of area U(scale)·H·W and
     log-uniform aspect ratio r, sides (√(area·r), √(area/r)) rounded, the first try for
     which ``fits(a, b)`` holds. Returns the two sides (the first try where none fits) and
-    whether one fitted."""
-    area = (
-        h * w * (scale[0] + (scale[1] - scale[0]) * torch.rand(n, BOX_TRIES, generator=generator))
-    )
+    whether one fitted; drawn on ``generator``'s device (``device`` for the global one)."""
+    dev = on(generator, device)
+    tries = torch.rand(n, BOX_TRIES, generator=generator, device=dev)
+    area = h * w * (scale[0] + (scale[1] - scale[0]) * tries)
     lo, hi = math.log(ratio[0]), math.log(ratio[1])
-    aspect = torch.exp(lo + (hi - lo) * torch.rand(n, BOX_TRIES, generator=generator))
+    aspect = torch.exp(lo + (hi - lo) * torch.rand(n, BOX_TRIES, generator=generator, device=dev))
     a, b = (area * aspect).sqrt().round(), (area / aspect).sqrt().round()
     ok = fits(a, b)
-    first, rows = ok.float().argmax(1), torch.arange(n)
+    first, rows = ok.float().argmax(1), torch.arange(n, device=dev)
     return a[rows, first], b[rows, first], ok.any(1)
 
 
@@ -134,27 +148,34 @@ def erase_boxes(
     p: float = 0.5,
     scale: tuple[float, float] = (0.02, 0.33),
     ratio: tuple[float, float] = (0.3, 3.3),
+    device="cpu",
 ) -> torch.Tensor:
     """N×H×W masks of the boxes torchvision's ``RandomErasing(p, scale, ratio, value=0)``
     erases: with probability ``p`` a box of area U(scale)·H·W and log-uniform aspect ratio,
     the first of 10 tries that fits, at a uniform position (all False where none fits)."""
+    dev = on(generator, device)
     bh, bw, found = first_fitting_box(
-        n, h, w, generator, scale, ratio, lambda a, b: (a < h) & (b < w)
+        n, h, w, generator, scale, ratio, lambda a, b: (a < h) & (b < w), dev
     )
     bh, bw = bh.long(), bw.long()
-    use = found & (torch.rand(n, generator=generator) < p)
-    top = (torch.rand(n, generator=generator) * (h - bh + 1).clamp(min=1)).floor().long()
-    left = (torch.rand(n, generator=generator) * (w - bw + 1).clamp(min=1)).floor().long()
-    ys = torch.arange(h)[None, :]
-    xs = torch.arange(w)[None, :]
+    use = found & (torch.rand(n, generator=generator, device=dev) < p)
+    top = (torch.rand(n, generator=generator, device=dev) * (h - bh + 1).clamp(min=1)).floor()
+    left = (torch.rand(n, generator=generator, device=dev) * (w - bw + 1).clamp(min=1)).floor()
+    top, left = top.long(), left.long()
+    ys = torch.arange(h, device=dev)[None, :]
+    xs = torch.arange(w, device=dev)[None, :]
     in_rows = (ys >= top[:, None]) & (ys < (top + bh)[:, None])
     in_cols = (xs >= left[:, None]) & (xs < (left + bw)[:, None])
     return use[:, None, None] & in_rows[:, :, None] & in_cols[:, None, :]
 
 
-def rotation_angles(n: int, generator: torch.Generator, degrees: float) -> torch.Tensor:
-    """``n`` angles uniform in [−degrees, degrees], in degrees (``RandomRotation(degrees)``)."""
-    return (torch.rand(n, generator=generator) * 2.0 - 1.0) * float(degrees)
+def rotation_angles(
+    n: int, generator: torch.Generator, degrees: float, device="cpu"
+) -> torch.Tensor:
+    """``n`` angles uniform in [−degrees, degrees], in degrees (``RandomRotation(degrees)``),
+    on ``generator``'s device (``device`` for the global one)."""
+    u = torch.rand(n, generator=generator, device=on(generator, device))
+    return (u * 2.0 - 1.0) * float(degrees)
 
 
 def rotate_images(x: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:

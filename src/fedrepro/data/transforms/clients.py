@@ -2,7 +2,7 @@
 
 Applied to every batch a client reads (train and its local test), on float N×C×H×W images
 in [0, 1], before any normalisation. Noise is fresh on every call, drawn from the caller's
-``torch.Generator`` (which may live on another device than the batch).
+``torch.Generator``, which lives on the batch's device (``fedrepro.device``).
 
 Kinds:
   ``gaussian_noise`` {std}: x + std·ε, no clipping (NIID-Bench Gau(σ)).
@@ -23,6 +23,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 
 from fedrepro.data.transforms.views import JITTERS
+from fedrepro.device import host_generator, on
 
 _EPS = 1e-5  # FedPCE's guard in the min-max scaling
 
@@ -55,7 +56,10 @@ def _fedpce_noise(x: torch.Tensor, spec: dict[str, Any], gen: torch.Generator) -
 def _color_jitter(x: torch.Tensor, spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
     # torchvision's adjust_<name> (one-channel images: saturation and hue leave them as they are)
     factors = [(getattr(TF, f"adjust_{name}"), _field(spec, name)) for name in JITTERS]
-    order = torch.randperm(len(factors), generator=gen, device=gen.device).tolist()
+    # the host decides which operation runs next: its companion draws the order (the
+    # generator itself on the CPU), so a GPU step reads nothing back
+    host = host_generator(gen)
+    order = torch.randperm(len(factors), generator=host, device=on(host, "cpu")).tolist()
     for i in order:
         op, factor = factors[i]
         x = op(x, factor)
@@ -70,8 +74,7 @@ _KINDS: dict[str, Callable[[torch.Tensor, dict[str, Any], torch.Generator], torc
 
 
 def _normal_like(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    noise = torch.randn(x.shape, generator=gen, device=gen.device, dtype=x.dtype)
-    return noise.to(x.device)
+    return torch.randn(x.shape, generator=gen, device=on(gen, x.device), dtype=x.dtype)
 
 
 def _field(spec: dict[str, Any], key: str) -> float:

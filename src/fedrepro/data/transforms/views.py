@@ -28,6 +28,7 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.ops import roi_align
 
 from fedrepro.data.transforms.batches import first_fitting_box
+from fedrepro.device import on, reads_are_free
 
 Tensor = torch.Tensor
 JITTERS = ("brightness", "contrast", "saturation", "hue")  # ColorJitter's, in its order
@@ -120,21 +121,22 @@ def perturbs(spec: dict | None) -> bool:
 
 def _drawn(n: int, p: float, generator) -> Tensor:
     """Each of ``n`` images True with probability ``p``."""
-    return torch.rand(n, generator=generator) < float(p)
+    return torch.rand(n, generator=generator, device=on(generator, "cpu")) < float(p)
 
 
 def _mask(drawn: Tensor, like: Tensor) -> Tensor:
-    """A B×1×1×1 mask on ``like``'s device."""
-    return drawn.to(like.device)[:, None, None, None]
+    """A B×1×1×1 mask (drawn on ``like``'s device)."""
+    return drawn[:, None, None, None]
 
 
 def crop_boxes(n: int, h: int, w: int, generator, scale, ratio) -> Tensor:
     """``n`` boxes (x1, y1, x2, y2) as ``RandomResizedCrop.get_params`` draws them: area
     U(scale)·H·W and log-uniform aspect ratio, the first of 10 tries that fits at a uniform
     integer position, else the centre crop with the ratio clamped to ``ratio``."""
+    dev = on(generator, "cpu")
     cw, ch, found = first_fitting_box(
         n, h, w, generator, scale, ratio,
-        lambda a, b: (a > 0) & (a <= w) & (b > 0) & (b <= h),
+        lambda a, b: (a > 0) & (a <= w) & (b > 0) & (b <= h), dev,
     )  # fmt: skip
     if w / h < ratio[0]:
         fw, fh = w, round(w / ratio[0])
@@ -143,8 +145,8 @@ def crop_boxes(n: int, h: int, w: int, generator, scale, ratio) -> Tensor:
     else:
         fw, fh = w, h
     cw, ch = torch.where(found, cw, float(fw)), torch.where(found, ch, float(fh))
-    top = torch.floor(torch.rand(n, generator=generator) * (h - ch + 1))
-    left = torch.floor(torch.rand(n, generator=generator) * (w - cw + 1))
+    top = torch.floor(torch.rand(n, generator=generator, device=dev) * (h - ch + 1))
+    left = torch.floor(torch.rand(n, generator=generator, device=dev) * (w - cw + 1))
     top = torch.where(found, top, torch.div(h - ch, 2, rounding_mode="floor"))
     left = torch.where(found, left, torch.div(w - cw, 2, rounding_mode="floor"))
     return torch.stack([left, top, left + cw, top + ch], 1)
@@ -152,8 +154,8 @@ def crop_boxes(n: int, h: int, w: int, generator, scale, ratio) -> Tensor:
 
 def resized_crops(x: Tensor, boxes: Tensor) -> Tensor:
     """Each image's box (pixel-edge coordinates) resized bilinearly to the image's size."""
-    index = torch.arange(len(x), dtype=x.dtype)[:, None]
-    rois = torch.cat([index, boxes.to(x.dtype)], 1).to(x.device)
+    index = torch.arange(len(x), dtype=x.dtype, device=x.device)[:, None]
+    rois = torch.cat([index, boxes.to(x.dtype)], 1)
     return roi_align(x, rois, tuple(x.shape[-2:]), spatial_scale=1.0, aligned=True)
 
 
@@ -169,34 +171,44 @@ def draw_jitter(
     """``RandomApply([ColorJitter(brightness, contrast, saturation, hue)], p)`` per image:
     which of ``n`` images it changes, each one's factors U[max(0, 1 − b), 1 + b] (hue
     U[−h, h]) and the random order of its four operations."""
-    applied = torch.rand(n, generator=generator) < float(p)
+    dev = on(generator, "cpu")
+    applied = torch.rand(n, generator=generator, device=dev) < float(p)
     ranges = {"brightness": brightness, "contrast": contrast, "saturation": saturation,
               "hue": hue}  # fmt: skip
     factors = {}
     for name, r in ranges.items():
-        u = torch.rand(n, generator=generator)
+        u = torch.rand(n, generator=generator, device=dev)
         if name == "hue":
             factors[name] = (2 * u - 1) * float(r)
         else:
             low = max(0.0, 1.0 - float(r))
             factors[name] = low + (1.0 + float(r) - low) * u
-    return applied, factors, torch.rand(n, len(JITTERS), generator=generator).argsort(1)
+    order = torch.rand(n, len(JITTERS), generator=generator, device=dev).argsort(1)
+    return applied, factors, order
 
 
 def apply_jitter(x: Tensor, drawn: tuple[Tensor, dict[str, Tensor], Tensor], spec: dict) -> Tensor:
     """The colour jitter of ``draw_jitter`` applied: each image's ``pos``-th operation in
-    turn, on the images it applies to (an operation whose range ``spec`` sets to 0 is off)."""
+    turn, on the images it applies to (an operation whose range ``spec`` sets to 0 is off).
+    On a GPU each operation runs on the whole batch and is kept where drawn, so the host never
+    reads which images take it; on the CPU, where that read is free and the whole batch costs
+    three times as much, only those images are computed (``fedrepro.device.reads_are_free``).
+    Per image the arithmetic is the same: both give the same numbers."""
     applied, factors, order = drawn
     ops = {"brightness": brightness_of, "contrast": contrast_of, "saturation": saturation_of,
            "hue": hue_of}  # fmt: skip
-    for pos in range(len(JITTERS)):  # each image's pos-th operation, on those images only
+    subsets = reads_are_free(x)
+    for pos in range(len(JITTERS)):  # each image's pos-th operation
         for k, name in enumerate(JITTERS):
             if not spec.get(name) or (name in ("saturation", "hue") and x.shape[1] != 3):
                 continue
-            at = (applied & (order[:, pos] == k)).nonzero().flatten()
+            chosen = applied & (order[:, pos] == k)
+            if not subsets:
+                x = torch.where(_mask(chosen, x), ops[name](x, factors[name]), x)
+                continue
+            at = chosen.nonzero().flatten()
             if len(at):
-                at_x = at.to(x.device)
-                x = x.index_copy(0, at_x, ops[name](x[at_x], factors[name][at].to(x.device)))
+                x = x.index_copy(0, at, ops[name](x[at], factors[name][at]))
     return x
 
 
@@ -235,5 +247,6 @@ def hue_of(x: Tensor, shift: Tensor) -> Tensor:
     h = sextant.gather(1, largest) / 6
     h = torch.where(chroma > 0, h, torch.zeros_like(h))
     h = (h + _per_image(shift, x)) % 1.0
-    k = (torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1) + 6 * h) % 6
+    five_three_one = torch.arange(5, 0, -2, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    k = (five_three_one + 6 * h) % 6
     return value - value * sat * torch.clamp(torch.minimum(k, 4 - k), 0.0, 1.0)
