@@ -92,3 +92,12 @@ def test_the_host_companion_of_a_cpu_generator_is_itself_and_checks_take_the_gpu
     with watched():
         assert not reads_are_free(x)
     assert reads_are_free(x)
+
+
+def test_a_host_companions_draw_read_by_the_host_is_no_wait():
+    gen = torch.Generator().manual_seed(2)
+    with watched() as m:
+        host = host_generator(gen)  # on the GPU's paths: a CPU companion
+        torch.randperm(4, generator=host, device=on(host, "cpu")).tolist()
+        torch.randperm(4, generator=gen, device=on(gen, "cpu")).tolist()  # the device's own
+    assert host is not gen and m.syncs == {"tolist": 1}

@@ -32,6 +32,7 @@ import torch
 CUBLAS_WORKSPACE = ":4096:8"
 
 _HOSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_COMPANIONS: weakref.WeakSet = weakref.WeakSet()  # the host companions made
 _GPU_PATHS = [False]
 
 
@@ -59,15 +60,21 @@ def on(generator: torch.Generator | None, fallback: torch.device | str) -> torch
 
 def host_generator(generator: torch.Generator | None) -> torch.Generator | None:
     """The generator the host draws from for a decision it must read (an order, a count):
-    ``generator`` itself on the CPU; for a device generator a CPU generator seeded from it,
-    once, and kept as long as it lives (its draws then advance as the device's do)."""
-    if generator is None or generator.device.type == "cpu":
+    ``generator`` itself on the CPU; for a device generator (or on the GPU's paths,
+    ``gpu_paths``) a CPU generator seeded from it, once, and kept as long as it lives."""
+    if generator is None or (generator.device.type == "cpu" and not _GPU_PATHS[-1]):
         return generator
     host = _HOSTS.get(generator)
     if host is None:
         host = torch.Generator(device="cpu").manual_seed(generator.initial_seed())
         _HOSTS[generator] = host
+        _COMPANIONS.add(host)
     return host
+
+
+def is_host_companion(generator: torch.Generator) -> bool:
+    """Whether ``generator`` is a host companion (its draws stay on the host, by design)."""
+    return generator in _COMPANIONS
 
 
 def set_deterministic(enabled: bool) -> None:

@@ -45,7 +45,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fedrepro.device import gpu_paths
+from fedrepro.device import gpu_paths, is_host_companion
 
 ENV = "FEDREPRO_DISCIPLINE"
 
@@ -133,9 +133,14 @@ class Discipline(TorchDispatchMode):
         self.mismatched: Counter = Counter()
         self.moved = 0  # .to(device) of a draw (HostTraffic)
         self.drawn: dict[int, weakref.ref] = {}  # draws and what was computed from them
+        self.host: dict[int, weakref.ref] = {}  # draws of a host companion: the host's own
 
     def is_drawn(self, t) -> bool:
         ref = self.drawn.get(id(t))
+        return ref is not None and ref() is t
+
+    def is_host(self, t) -> bool:
+        ref = self.host.get(id(t))
         return ref is not None and ref() is t
 
     @property
@@ -165,9 +170,12 @@ class Discipline(TorchDispatchMode):
         if name in _RANDOM or any(
             isinstance(t, torch.Tensor) and self.is_drawn(t) for t in leaves((args, kwargs))
         ):
-            outs = [t for t in leaves(out) if isinstance(t, torch.Tensor)]
-            self.drawn.update((id(t), weakref.ref(t)) for t in outs)
+            self.drawn.update((id(t), weakref.ref(t)) for t in _tensors(out))
         return out
+
+
+def _tensors(tree) -> list[torch.Tensor]:
+    return [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
 
 
 _READS = {torch.Tensor.tolist: "tolist", torch.Tensor.numpy: "numpy", torch.Tensor.cpu: "cpu"}
@@ -184,12 +192,18 @@ class HostTraffic(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _READS:
+        if func in _READS and not (args and self.discipline.is_host(args[0])):
             self.discipline.syncs[_READS[func]] += 1
         named = func is torch.Tensor.to and args and _names_device(args[1:], kwargs)
         if named and self.discipline.is_drawn(args[0]):
             self.discipline.moved += 1
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        # a host companion's draws are the host's own (seen here: the dispatcher re-wraps
+        # the generator, so its identity is known at this level only)
+        generator = kwargs.get("generator")
+        if isinstance(generator, torch.Generator) and is_host_companion(generator):
+            self.discipline.host.update((id(t), weakref.ref(t)) for t in _tensors(out))
+        return out
 
 
 def _names_device(args, kwargs) -> bool:

@@ -16,7 +16,7 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.algorithms.fedicon import OnlineICONPredictor
 from fedrepro.data.transforms.clients import apply_transform
 from fedrepro.data.transforms.styles import stylize_split
-from fedrepro.device import CUBLAS_WORKSPACE, set_deterministic
+from fedrepro.device import CUBLAS_WORKSPACE, gpu_paths, set_deterministic
 from fedrepro.discipline import DisciplineClock, watched
 from fedrepro.fl.build import pick_device
 from fedrepro.fl.data import DeviceData
@@ -73,8 +73,10 @@ def test_a_round_waits_for_nothing_in_a_step_and_once_per_client_in_an_upload_or
     data, clients = problem(num_clients=3, per_client=16)
     clock = DisciplineClock()
     torch.manual_seed(0)
-    run_rounds(train_cfg(rounds=1), TinyNet(), make_algorithm({"name": "fedavg"}), data, data,
-               clients, log=lambda _: None, clock=clock)  # fmt: skip
+    with gpu_paths():  # the optimiser a GPU run makes (fused: its step count on the device)
+        run_rounds(train_cfg(rounds=1, optimizer="adam"), TinyNet(),
+                   make_algorithm({"name": "fedavg"}), data, data, clients,
+                   log=lambda _: None, clock=clock)  # fmt: skip
     assert clock.entries["step"] > 0
     assert clock.per_entry("step") == clock.per_entry("data") == 0, clock.report()
     assert clock.per_entry("upload") <= 1
@@ -160,3 +162,18 @@ def test_a_gpu_job_sets_the_cublas_workspace_and_torchs_deterministic_switches(m
     finally:
         set_deterministic(False)
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_an_average_upload_waits_for_nothing_and_sums_the_kept_logits_bit_for_bit():
+    from fedrepro.fl.logits import correct, upload_average
+
+    gen = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(64, 5, generator=gen), torch.randint(0, 5, (64,), generator=gen)
+    with watched() as m:
+        means, counts = upload_average(logits, labels, 5)
+    assert m.sync_count == 0, m.syncs
+    keep = correct(logits, labels)
+    kept, kept_labels = logits[keep], labels[keep]
+    sums = torch.zeros(5, 5).index_add_(0, kept_labels, kept)
+    want = torch.bincount(kept_labels, minlength=5).float()
+    assert torch.equal(counts, want) and torch.equal(means, sums / want.clamp(min=1)[:, None])

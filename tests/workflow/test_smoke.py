@@ -48,7 +48,21 @@ def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path
     for rid, report in reports.items():
         assert not report["nondeterministic"], (rid, report)
         assert not report["generator_mismatch"] and not report["moved_draws"], (rid, report)
-        assert not report["syncs"].get("step") and not report["syncs"].get("data"), (rid, report)
+        waits = {(phase, op) for phase in ("data", "step") for op in report["syncs"].get(phase, {})}
+        assert waits <= _still_waiting(plan, rid), (rid, report)
+
+
+def _still_waiting(plan, rid: str) -> set[tuple[str, str]]:
+    """What a training step still waits for, by run family, each for a reason
+    (docs/gpu.md, "What a step still waits for"); nothing else may appear."""
+    adapt = plan.adapts.get(rid)
+    run = plan.runs[adapt["run"] if adapt else rid]
+    allowed = set()
+    if adapt and adapt["adapt"]["method"] == "eata":  # the step is skipped when none is selected
+        allowed.add(("step", "index (boolean mask)"))
+    if run["partition"]["scheme"] == "fedpce_degradation":  # torchvision's adjust_hue
+        allowed.add(("data", "lift_fresh"))  # builds its index table from Python values
+    return allowed
     for name, manifest in plan.items.items():
         kind = ITEM_KINDS[manifest["kind"]]
         paper, item = name.split("/")

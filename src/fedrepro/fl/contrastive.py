@@ -41,9 +41,8 @@ def contrastive_loss(
     logits = (z @ z.T / temperature).masked_fill(eye, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     if labels is None:
-        twin = torch.arange(n, device=z.device).roll(n // 2)
-        positive = torch.zeros_like(eye)
-        positive[torch.arange(n, device=z.device), twin] = True
+        rows = torch.arange(n, device=z.device)
+        positive = rows.roll(n // 2)[:, None] == rows[None, :]  # each view's twin
     else:
         if labels.shape[0] != n:
             raise ValueError(f"contrastive_loss: {labels.shape[0]} labels for {n} views")

@@ -34,12 +34,15 @@ def correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def class_sums(
     logits: torch.Tensor, labels: torch.Tensor, num_classes: int, keep: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per class, the sum of the kept samples' logits (C×C) and their count (C)."""
-    if keep is not None:
-        logits, labels = logits[keep], labels[keep]
+    """Per class, the sum of the kept samples' logits (C×C) and their count (C). Samples not
+    kept add exact zeros (no read of how many are kept: a GPU upload waits for nothing; the
+    sums are those of the kept samples alone, bit for bit)."""
     sums = torch.zeros(num_classes, logits.shape[1], dtype=logits.dtype, device=logits.device)
-    sums.index_add_(0, labels, logits)
-    counts = torch.bincount(labels, minlength=num_classes).to(logits.dtype)
+    if keep is None:
+        sums.index_add_(0, labels, logits)
+        return sums, torch.bincount(labels, minlength=num_classes).to(logits.dtype)
+    sums.index_add_(0, labels, torch.where(keep[:, None], logits, 0.0))
+    counts = sums.new_zeros(num_classes).index_add_(0, labels, keep.to(logits.dtype))
     return sums, counts
 
 
@@ -48,8 +51,10 @@ def upload_all(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """All-upload: every kept logit with its label (``correct_only: false`` keeps every
     sample, Fig. 3c's "uploading all logits" ablation)."""
-    keep = correct(logits, labels) if correct_only else torch.ones_like(labels, dtype=torch.bool)
-    return logits[keep], labels[keep]
+    if not correct_only:
+        return logits, labels
+    kept = correct(logits, labels).nonzero().flatten()  # the upload's one read: its size
+    return logits[kept], labels[kept]
 
 
 def upload_average(
@@ -57,8 +62,8 @@ def upload_average(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Average-upload (Eq. 10): per class the mean kept logit (zeros for an empty class)
     and the count."""
-    kept, kept_labels = upload_all(logits, labels, correct_only)
-    sums, counts = class_sums(kept, kept_labels, num_classes)
+    keep = correct(logits, labels) if correct_only else None
+    sums, counts = class_sums(logits, labels, num_classes, keep)
     return sums / counts.clamp(min=1)[:, None], counts
 
 

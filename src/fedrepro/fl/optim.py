@@ -6,6 +6,8 @@ import math
 
 import torch
 
+from fedrepro.device import reads_are_free
+
 
 def lr_at(train: dict, round_idx: int) -> float:
     """Learning rate of round `round_idx` (1-based).
@@ -98,7 +100,9 @@ def make_optimizer(params: list, train: dict, lr: float):
     name = train.get("optimizer", "sgd")
     wd = float(train.get("weight_decay", 0.0))
     tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
-    fused = bool(tensors) and tensors[0].is_cuda
+    # fused on a GPU: the step count lives on the device, so a step reads nothing back (the
+    # CPU's own, unfused, reads it on the host for nothing; the GPU's paths fuse it there too)
+    fused = bool(tensors) and tensors[0].device.type != "meta" and not reads_are_free(tensors[0])
     if name == "sgd":
         return torch.optim.SGD(
             params, lr=lr, momentum=float(train.get("momentum", 0.0)), weight_decay=wd, fused=fused

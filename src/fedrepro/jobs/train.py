@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from fedrepro.algorithms import make_algorithm
 from fedrepro.arithmetic import of_run
 from fedrepro.atomic import atomic_write, save_tensors, write_json
 from fedrepro.data.transforms.styles import stylize_split
+from fedrepro.device import gpu_paths
 from fedrepro.discipline import DisciplineClock
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.build import (
@@ -164,21 +166,23 @@ class Job:
     start_local: dict[int, dict] | None = None  # each client's own starting local tensors
 
     def run(self, checkpoint: Path | None, log=job_log) -> RunState:
-        """The engine's rounds; under ``FEDREPRO_DISCIPLINE`` (``fedrepro.discipline``) with
-        every phase checked, the report named for the checkpoint's folder (the run's id)."""
+        """The engine's rounds; under ``FEDREPRO_DISCIPLINE`` (``fedrepro.discipline``) on the
+        GPU's paths with every phase checked, the report named for the checkpoint's folder (the
+        run's id)."""
         checked = DisciplineClock.from_env()
-        state = run_rounds(
-            self.cfg,
-            self.model,
-            self.algorithm,
-            self.train,
-            self.test,
-            self.clients,
-            checkpoint,
-            log,
-            clock=checked or NULL_CLOCK,
-            start_local=self.start_local,
-        )
+        with gpu_paths() if checked else nullcontext():
+            state = run_rounds(
+                self.cfg,
+                self.model,
+                self.algorithm,
+                self.train,
+                self.test,
+                self.clients,
+                checkpoint,
+                log,
+                clock=checked or NULL_CLOCK,
+                start_local=self.start_local,
+            )
         if checked is not None and checkpoint is not None:
             checked.write_for(Path(checkpoint).parent.name)
         return state
