@@ -47,16 +47,22 @@ class BinMean(nn.Module):
 
     def cover(self, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
         """Bin widths (``size``) and, per input, the bins covering it in order, padded with
-        ``size`` (a zero column): PyTorch's bins [⌊i·L/s⌋, ⌈(i+1)·L/s⌉)."""
+        ``size`` (a zero column): PyTorch's bins [⌊i·L/s⌋, ⌈(i+1)·L/s⌉), so input j lies in
+        bins ⌊j·s/L⌋ … ⌈(j+1)·s/L⌉ − 1. Made on the device from ``arange`` (no tensor from
+        Python values), once per input length."""
         key = (length, torch.device(device))
         if key not in self._cover:
-            bins = [(i * length // self.size, -(-(i + 1) * length // self.size))
-                    for i in range(self.size)]  # fmt: skip
-            covering = [[i for i, (a, b) in enumerate(bins) if a <= j < b] for j in range(length)]
-            most = max(len(c) for c in covering)
-            rows = [c + [self.size] * (most - len(c)) for c in covering]
-            widths = torch.tensor([b - a for a, b in bins], dtype=torch.float32, device=device)
-            self._cover[key] = (widths, torch.tensor(rows, dtype=torch.long, device=device))
+            s = self.size
+            most = max(-(-(j + 1) * s // length) - j * s // length for j in range(length))
+            i, j = torch.arange(s, device=device), torch.arange(length, device=device)
+            widths = (-(-(i + 1) * length).div(s, rounding_mode="floor")) - (i * length).div(
+                s, rounding_mode="floor"
+            )
+            first = (j * s).div(length, rounding_mode="floor")
+            last = -(-(j + 1) * s).div(length, rounding_mode="floor") - 1
+            rows = first[:, None] + torch.arange(most, device=device)[None, :]
+            rows = torch.where(rows <= last[:, None], rows, s)
+            self._cover[key] = (widths.float(), rows)
         return self._cover[key]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
