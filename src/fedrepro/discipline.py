@@ -115,11 +115,7 @@ _RANDOM = {"rand", "randn", "randint", "randperm", "bernoulli", "bernoulli_", "m
 
 
 def _devices(tree) -> set[str]:
-    found = set()
-    for leaf in torch.utils._pytree.tree_leaves(tree):
-        if isinstance(leaf, torch.Tensor):
-            found.add(leaf.device.type)
-    return found
+    return {t.device.type for t in _tensors(tree)}
 
 
 class Discipline(TorchDispatchMode):
@@ -166,10 +162,7 @@ class Discipline(TorchDispatchMode):
             placed = _devices(out)  # meta stands in for a GPU in the CPU tests
             if placed and placed != {generator.device.type}:
                 self.mismatched[name] += 1
-        leaves = torch.utils._pytree.tree_leaves
-        if name in _RANDOM or any(
-            isinstance(t, torch.Tensor) and self.is_drawn(t) for t in leaves((args, kwargs))
-        ):
+        if name in _RANDOM or any(self.is_drawn(t) for t in _tensors((args, kwargs))):
             self.drawn.update((id(t), weakref.ref(t)) for t in _tensors(out))
         return out
 
