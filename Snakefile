@@ -54,3 +54,8 @@ include: "workflow/rules/backbones.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/items.smk"
 include: "workflow/rules/targets.smk"
+
+
+if GPU_CHECK:  # config/gpu_check.yaml
+
+    include: "workflow/rules/gpu_check.smk"

@@ -33,7 +33,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "jobs": frozenset({"experiments", "data", "models", "fl", "algorithms", "structure", "tta"}),
     "report": frozenset({"experiments"}),
     "bench": frozenset(
-        {"experiments", "data", "models", "fl", "algorithms", "structure", "tta", "report"}
+        {"experiments", "data", "models", "fl", "algorithms", "structure", "tta", "report", "jobs"}
     ),
 }
 """Layer -> the other layers it may import (besides itself and ``utilities``).

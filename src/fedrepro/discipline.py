@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import weakref
 from collections import Counter, defaultdict
 from contextlib import contextmanager
@@ -221,6 +222,31 @@ def _bool_index(args) -> bool:
     )
 
 
+STEP_PHASES = ("data", "step")  # a training step's phases (fedrepro.fl.local.train_epochs)
+
+
+@contextmanager
+def cuda_syncs(on: bool):
+    """On a GPU (CUDA initialised) and where ``on``: CUDA's own check around the block,
+    ``torch.cuda.set_sync_debug_mode("warn")``, every synchronising CUDA call it reports
+    counted by its message (yields the counter, filled when the block ends). "warn", not
+    "error": a run goes on to its end and its report lists every wait, the allowed ones
+    (docs/gpu.md) included. Elsewhere it counts nothing."""
+    seen: Counter = Counter()
+    if not (on and torch.cuda.is_available() and torch.cuda.is_initialized()):
+        yield seen
+        return
+    before = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            yield seen
+        finally:
+            torch.cuda.set_sync_debug_mode(before)
+    seen.update(str(w.message).splitlines()[0] for w in caught if "synchroniz" in str(w.message))
+
+
 class DisciplineClock:
     """The engine's clock protocol (``phase(name)``, ``take()``) with a ``Discipline`` around
     each phase: per phase, how often it ran, its synchronisations and its flagged ops.
@@ -232,6 +258,7 @@ class DisciplineClock:
         self.nondeterministic: Counter = Counter()
         self.mismatched: Counter = Counter()
         self.moved = 0
+        self.cuda_syncs: dict[str, Counter] = defaultdict(Counter)
         self._depth = 0
 
     @contextmanager
@@ -241,10 +268,11 @@ class DisciplineClock:
             return
         self._depth += 1
         try:
-            with watched() as mode:
+            with watched() as mode, cuda_syncs(name in STEP_PHASES) as seen:
                 yield
         finally:
             self._depth -= 1
+            self.cuda_syncs[name].update(seen)
             self.entries[name] += 1
             self.syncs[name].update(mode.syncs)
             self.nondeterministic.update(mode.nondeterministic)
@@ -267,6 +295,7 @@ class DisciplineClock:
             "nondeterministic": dict(self.nondeterministic),
             "generator_mismatch": dict(self.mismatched),
             "moved_draws": self.moved,
+            "cuda_syncs": {k: dict(v) for k, v in self.cuda_syncs.items() if v},
         }
 
     @classmethod
@@ -281,3 +310,36 @@ class DisciplineClock:
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.report(), indent=1, sort_keys=True))
+
+
+def allowed_waits(run: dict, adapt: dict | None = None) -> set[tuple[str, str]]:
+    """What a training step of ``run`` (or of its adaptation ``adapt``, the adapt block) still
+    waits for, each for a reason (docs/gpu.md, "What a step still waits for"), as (phase,
+    op) pairs of a report's ``syncs``; nothing else may appear."""
+    allowed = set()
+    if adapt and adapt["method"] == "eata":  # the step is skipped when none is selected
+        allowed.add(("step", "index (boolean mask)"))
+    if run["partition"]["scheme"] == "fedpce_degradation":  # torchvision's adjust_hue
+        allowed.add(("data", "lift_fresh"))  # builds its index table from Python values
+    return allowed
+
+
+def unexplained_waits(report: dict, run: dict, adapt: dict | None = None) -> list[str]:
+    """A job's report (``DisciplineClock.report``) against ``allowed_waits``: every flagged
+    op, mismatched or moved draw, and wait inside a training step that is not allowed, as
+    one line each (none: the job keeps the discipline). On a GPU, CUDA's own count of its
+    synchronising calls in a step (``cuda_syncs``) is held to the same: none unless a wait
+    is allowed in that phase."""
+    problems = [f"nondeterministic {op} x{n}" for op, n in report["nondeterministic"].items()]
+    problems += [f"generator mismatch {op} x{n}" for op, n in report["generator_mismatch"].items()]
+    if report["moved_draws"]:
+        problems.append(f"{report['moved_draws']} draws moved to the device")
+    allowed = allowed_waits(run, adapt)
+    for phase in STEP_PHASES:
+        for op, n in report["syncs"].get(phase, {}).items():
+            if (phase, op) not in allowed:
+                problems.append(f"{phase}: {op} x{n}")
+        if not any(p == phase for p, _ in allowed):
+            cuda = report.get("cuda_syncs", {}).get(phase, {})
+            problems += [f"{phase} (CUDA): {m} x{n}" for m, n in cuda.items()]
+    return problems

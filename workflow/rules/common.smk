@@ -2,8 +2,10 @@
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
+from fedrepro.bench.gpu_check_plan import CHECK, DISCIPLINE, checked
 from fedrepro.bench.work import WorkTable, job_resources, known_sizes
 from fedrepro.data.sources.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
@@ -36,11 +38,16 @@ def cli_script(name):
     return os.path.relpath(f"{workflow.basedir}/workflow/scripts/{name}")
 
 
+GPU_CHECK = config.get("gpu_check")  # the GPU check's settings (config/gpu_check.yaml)
+
+
 def job_command(name):
     """The command of a job script: the fork server's client, which runs the script on
     the server when one is up (config `forkserver`, local runs) and as the plain
-    `python SCRIPT` otherwise (fedrepro.jobs.forkserver)."""
-    return f"python -m fedrepro.jobs.forkserver {cli_script(name)}"
+    `python SCRIPT` otherwise (fedrepro.jobs.forkserver). Under the GPU check every job
+    writes its discipline report (fedrepro.discipline) into results/<scale>/discipline/."""
+    checked = f"{DISCIPLINE}={R}/discipline " if GPU_CHECK else ""
+    return f"{checked}python -m fedrepro.jobs.forkserver {cli_script(name)}"
 
 
 DEVICE = config["device"]
@@ -348,3 +355,50 @@ def bench_page_inputs():
     names = list(BENCH["workloads"]) + ["clients", "dag", "cost"]
     files = [f"{B}/workloads/{w}.json" for w in BENCH["workloads"]]
     return names, files + [f"{B}/{n}.json" for n in ("clients", "dag", "cost")]
+
+
+def gpu_check_inputs(wildcards):
+    """The smoke's outputs and every check's record (fedrepro.bench.gpu_check_plan)."""
+    return {
+        "smoke": default_outputs(),
+        "repeat": [f"{C}/repeat/runs/{j}.json" for j in CHECKED["repeat_train"]]
+        + [f"{C}/repeat/adapt/{j}.json" for j in CHECKED["repeat_adapt"]],
+        "resume": [f"{C}/resume.json"] if CHECKED["resume"] else [],
+        "steps": [f"{C}/steps/{rid}.json" for rid in CHECKED["steps"]],
+    }
+
+
+def gpu_check_jobs(wildcards):
+    """Per checked run and adaptation: its run config, adapt block and paper batch (the page
+    holds each discipline report against what its job may wait for)."""
+    runs = {rid: {"run": run, "batch": PLAN.paper_batch.get(rid)} for rid, run in PLAN.runs.items()}
+    adapts = {
+        aid: {"run": PLAN.runs[a["run"]], "adapt": a["adapt"]} for aid, a in PLAN.adapts.items()
+    }
+    return {"runs": runs, "adapts": adapts}
+
+
+def resume_inputs(wildcards):
+    return train_inputs(SimpleNamespace(batch=CHECKED["resume"]))
+
+
+def resume_member(wildcards):
+    """The first run of the check's resumed training job (the train script's member)."""
+    return json.dumps(json.loads(train_runs(SimpleNamespace(batch=CHECKED["resume"])))[:1])
+
+
+def step_inputs(wildcards):
+    return runs_inputs([wildcards.run])
+
+
+def step_member(wildcards):
+    """The timed run family's run at its paper batch (the check's member)."""
+    run = PLAN.runs[wildcards.run]
+    member = {
+        "config": run,
+        "partition": partition_file(run),
+        "out_dir": f"{C}/steps/{wildcards.run}",
+    }
+    return json.dumps(
+        [{**member, "batch": PLAN.paper_batch.get(wildcards.run, run["train"]["batch_size"])}]
+    )

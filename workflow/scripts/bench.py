@@ -1,15 +1,28 @@
 """Benchmark jobs: one workload, client scaling, DAG planning time, paper cost, the page,
-the embedded default's time budget; and the paper scale's work table (per-sample FLOPs and
+the embedded default's time budget; the paper scale's work table (per-sample FLOPs and
 sample counts the workflow plans runtimes with: `python workflow/scripts/bench.py work --out
-config/flops/paper.json`)."""
+config/flops/paper.json`); and its run families' device memory on the meta device, now and at
+the old evaluation batch of 1,024 (`python workflow/scripts/bench.py memory --out
+results/paper_memory.json`: the table of docs/smoke.md, printed)."""
 
 import argparse
 import json
 from pathlib import Path
 
 from fedrepro.atomic import write_json
-from fedrepro.bench import budget, cost, dag, driver, figures, scaling, summary, workload
+from fedrepro.bench import (
+    budget,
+    cost,
+    dag,
+    driver,
+    figures,
+    job_memory,
+    scaling,
+    summary,
+    workload,
+)
 from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.build import pick_device
 
 
@@ -18,7 +31,9 @@ def _load(paths):
 
 
 p = argparse.ArgumentParser(description=__doc__)
-p.add_argument("what", choices=["workload", "clients", "dag", "cost", "page", "budget", "work"])
+p.add_argument(
+    "what", choices=["workload", "clients", "dag", "cost", "page", "budget", "work", "memory"]
+)
 p.add_argument("--spec-json", default="{}", help="settings (JSON; cost, work: bench.cost)")
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--inputs", nargs="*", default=[], help="result files the step reads")
@@ -72,3 +87,8 @@ elif a.what == "budget":
     print(json.dumps({k: v for k, v in result.items() if k != "papers"}, indent=1))
     write_json(a.out, result)
     budget.write_budget(a.out, result)
+elif a.what == "memory":
+    plan = paper_plan(Path.cwd())
+    now, before = job_memory.family_memory(plan), job_memory.family_memory(plan, eval_batch=1024)
+    write_json(a.out, {"now": now, "eval_1024": before})
+    print(job_memory.memory_markdown(now, before))

@@ -114,6 +114,8 @@ class Plan:
     covered: list[tuple] = field(default_factory=list)
     # a smoke run's paper-scale client count (structural items count the paper's clients)
     paper_clients: dict[str, int] = field(default_factory=dict)
+    # ... and its paper-scale batch (the GPU check times a step of each run family at it)
+    paper_batch: dict[str, int] = field(default_factory=dict)
 
     @property
     def synthetic(self) -> bool:
@@ -178,6 +180,12 @@ class Plan:
         factor = self.scale_cfg.get("resources", {}).get("data", {}).get("mb_per_prepared_mb")
         if not factor:
             return 0
+        return math.ceil(float(factor) * self.stored_mb(dataset))
+
+    def stored_mb(self, dataset: str) -> float:
+        """MiB of ``dataset``'s prepared images (uint8, every split, at the prepared side: what
+        a run keeps on its device), from the registry's published counts or the config's
+        assumed ones (``bench.cost.split_sizes``)."""
         count = image_count(dataset, self.assumed_sizes)
         if count is None:
             raise ConfigError(
@@ -186,7 +194,7 @@ class Plan:
             )
         spec = get_dataset(dataset)
         side = int(_data_of(self.scale_cfg, dataset).get("size") or spec.image_size)
-        return math.ceil(float(factor) * count * side * side * spec.channels / 2**20)
+        return count * side * side * spec.channels / 2**20
 
 
 def build_plan(config: dict, repo: Path) -> Plan:
@@ -546,7 +554,7 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     unless the config fixes ``partition.seed``; a ``cv`` block without ``fold`` takes the
     replicate as its fold (FedPCE: one partition, seeds 0–4 are its five folds)."""
     run = deep_merge(cfg, {"paper": paper, "seed": seed, "scale": plan.scale})
-    clients = run["partition"]["clients"]
+    clients, batch = run["partition"]["clients"], int(run["train"]["batch_size"])
     if plan.smoke:
         run = smoke_run(run, plan.smoke)
     if "cv" in run and "fold" not in run["cv"]:
@@ -581,6 +589,7 @@ def _resolve_run(plan: Plan, cfg: dict, paper: str, seed: int, scale_cfg: dict) 
     validate(run, "run", where)
     if plan.smoke:
         plan.paper_clients[run_id(run)] = clients
+        plan.paper_batch[run_id(run)] = batch
     plan.partitions.setdefault(pid, {"dataset": dataset, "spec": part, "seed": pseed})
     plan.datasets.setdefault(dataset, run["data"])
     for name in dict.fromkeys([backbone, *names]) if run["model"].get("pretrained", True) else ():

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fedrepro.fl.local import EVAL_BATCH
+from fedrepro.fl.local import eval_batch_size
 from fedrepro.fl.tensors import take, weighted_sum
 
 
@@ -104,8 +104,8 @@ class Algorithm:
     @property
     def eval_batch(self) -> int:
         """The batch of the algorithm's own forward passes without gradients (what a client
-        uploads of its images): the run's ``train.eval_batch_size``, as evaluation's."""
-        return int(self.train_cfg.get("eval_batch_size", EVAL_BATCH))
+        uploads of its images), as evaluation's (``fedrepro.fl.local.eval_batch_size``)."""
+        return eval_batch_size(self.train_cfg, getattr(self.train_data, "side", None))
 
     def prepare_model(self, model: nn.Module) -> None:
         """Add what the algorithm keeps in the model (FedTHE's personal head), right after the

@@ -62,6 +62,11 @@ class DeviceData:
         return self._stats[key]
 
     @property
+    def side(self) -> int:
+        """The side (px) of the model's inputs: ``img_size``, or the stored images' height."""
+        return int(self.img_size or self.images.shape[1])
+
+    @property
     def augments(self) -> bool:
         """Whether a training batch is augmented (else a sample's input is fixed by its index)."""
         return bool(self.crop_pad or self.flip or self.rotate or self.erase)

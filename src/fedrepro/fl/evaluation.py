@@ -8,7 +8,7 @@ import torch
 
 from fedrepro.fl.algorithm import Algorithm
 from fedrepro.fl.groups import listed, split_shared
-from fedrepro.fl.local import EVAL_BATCH, predict
+from fedrepro.fl.local import eval_batch_size, predict
 from fedrepro.fl.sampling import seeded_generator
 from fedrepro.fl.tensors import put
 
@@ -29,7 +29,7 @@ def evaluate(model, algorithm, state, test, clients, init_local, seed, r, tcfg: 
     ``algorithm`` and ``init_local`` are lists, one per group. ``tcfg`` (the run's ``train``
     block) sets the evaluation batch and precision."""
     opts = {
-        "batch_size": int(tcfg.get("eval_batch_size", EVAL_BATCH)),
+        "batch_size": eval_batch_size(tcfg, test.side),
         "precision": tcfg.get("precision", "fp32"),
         "cache_query": bool(tcfg.get("cache_query", True)),
     }

@@ -27,11 +27,13 @@ class NullClock:
 
 
 class PhaseClock(NullClock):
-    """Accumulates wall seconds per phase name (`step` = forward + backward + optimizer)."""
+    """Accumulates wall seconds per phase name (`step` = forward + backward + optimizer), and
+    keeps each entry's seconds, in order, of the phases named in ``keep``."""
 
-    def __init__(self, device: torch.device | str = "cpu"):
+    def __init__(self, device: torch.device | str = "cpu", keep: tuple[str, ...] = ()):
         self.cuda = torch.device(device).type == "cuda"
         self.seconds: dict[str, float] = defaultdict(float)
+        self.each: dict[str, list[float]] = {name: [] for name in keep}
 
     def _sync(self) -> None:
         if self.cuda:
@@ -45,7 +47,10 @@ class PhaseClock(NullClock):
             yield
         finally:
             self._sync()
-            self.seconds[name] += time.perf_counter() - t0
+            seconds = time.perf_counter() - t0
+            self.seconds[name] += seconds
+            if name in self.each:
+                self.each[name].append(seconds)
 
     def take(self) -> dict[str, float]:
         """The seconds so far, then start again from zero."""
