@@ -106,3 +106,16 @@ def test_per_client_state_counts_feddc_twice_and_scaffold_once_a_client():
     assert state("fedavg", 10) == 0.0
     assert state("scaffold", 10) == pytest.approx(11 * trainable)
     assert state("feddc", 10) == pytest.approx(21 * trainable)
+
+
+def test_an_older_default_batch_leaves_a_runs_own_evaluation_batch_alone():
+    model = {"backbone": "cnn_fedicon", "img_size": 32}
+    train = {"batch_size": 8, "optimizer": "sgd", "momentum": 0.0}
+    base = {"model": model, "algorithm": {"name": "fedavg"}, "partition": {"clients": 2}}
+    own = {**base, "train": {**train, "eval_batch_size": 16}}
+    assert device_mb(own, 10, 0.0, eval_batch=1024) == device_mb(own, 10, 0.0)
+    default = {**base, "train": train}
+    assert (
+        device_mb(default, 10, 0.0, eval_batch=4096)["evaluate"]
+        > device_mb(default, 10, 0.0)["evaluate"]
+    )

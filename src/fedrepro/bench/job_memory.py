@@ -155,10 +155,12 @@ def device_mb(
     run's evaluation batch (the larger sets the peak: they never overlap), ``state`` (what
     the algorithm keeps per client and on the server: ``STATE_COPIES``) and ``data`` (its
     splits on the device, ``data_mb``); ``peak`` is the larger of the first two plus the
-    others. ``eval_batch`` replaces the run's evaluation batch (what an older default held)."""
+    others. ``eval_batch`` replaces the default evaluation batch (what an older default
+    held) where the run sets none."""
     many = bool(run["model"].get("client_backbones"))
     step = (federation_memory_mb if many else step_memory_mb)(run, num_classes)["total"]
-    batch = eval_batch or eval_batch_size(run["train"], run["model"].get("img_size"))
+    batch = eval_batch_size(run["train"], run["model"].get("img_size"))
+    batch = batch if eval_batch is None or "eval_batch_size" in run["train"] else eval_batch
     names = run["model"].get("client_backbones") or [run["model"]["backbone"]]
     alone = {k: v for k, v in run["model"].items() if k != "client_backbones"}
     evaluate = max(evaluation_mb({**alone, "backbone": n}, num_classes, batch)["transient"]
@@ -212,11 +214,14 @@ def run_data_mb(plan, run: dict) -> float:
 
 def family(run: dict) -> tuple:
     """A run family: what a training job's device memory depends on (paper, algorithm, the
-    clients' backbones, tuning, input side, batch, dataset)."""
+    clients' backbones, tuning and its options, input side, batch, dataset)."""
     m, t = run["model"], run["train"]
     backbones = "+".join(dict.fromkeys(m.get("client_backbones") or [m["backbone"]]))
-    return (run["paper"], run["algorithm"]["name"], backbones, m.get("tuning", "full"),
-            m.get("img_size"), int(t["batch_size"]), run["dataset"])  # fmt: skip
+    tuning = m.get("tuning", "full")
+    if m.get("tuning_options"):
+        tuning += " " + ",".join(f"{k}={v}" for k, v in sorted(m["tuning_options"].items()))
+    return (run["paper"], run["algorithm"]["name"], backbones, tuning, m.get("img_size"),
+            int(t["batch_size"]), run["dataset"])  # fmt: skip
 
 
 def family_memory(plan, eval_batch: int | None = None) -> list[dict]:
