@@ -39,11 +39,11 @@ def checked(plan, table: WorkTable, cfg: dict) -> dict:
         return sum(table.work(engine_run(plan, a))["flops"] for a in plan.adapt_jobs[job])
 
     repeat = cfg.get("repeat", "all")
-    cheapest_train = _cheapest(list(plan.train_jobs), train_flops, 1)
+    trains = _cheapest(list(plan.train_jobs), train_flops, "all")
     families = cfg.get("step_time", {}).get("families", "all")
     return {
-        "repeat_train": _cheapest(list(plan.train_jobs), train_flops, repeat),
+        "repeat_train": trains if repeat == "all" else trains[: int(repeat)],
         "repeat_adapt": _cheapest(list(plan.adapt_jobs), adapt_flops, repeat),
-        "resume": cheapest_train[0] if cfg.get("resume", True) and cheapest_train else None,
+        "resume": trains[0] if cfg.get("resume", True) and trains else None,
         "steps": _cheapest(list(plan.runs), run_flops, families),
     }

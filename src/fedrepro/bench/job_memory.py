@@ -157,19 +157,27 @@ def device_mb(
     splits on the device, ``data_mb``); ``peak`` is the larger of the first two plus the
     others. ``eval_batch`` replaces the default evaluation batch (what an older default
     held) where the run sets none."""
-    many = bool(run["model"].get("client_backbones"))
-    step = (federation_memory_mb if many else step_memory_mb)(run, num_classes)["total"]
+    step, weights, state = _step_parts(run, num_classes)
     batch = eval_batch_size(run["train"], run["model"].get("img_size"))
     batch = batch if eval_batch is None or "eval_batch_size" in run["train"] else eval_batch
     names = run["model"].get("client_backbones") or [run["model"]["backbone"]]
     alone = {k: v for k, v in run["model"].items() if k != "client_backbones"}
-    evaluate = max(evaluation_mb({**alone, "backbone": n}, num_classes, batch)["transient"]
-                   for n in dict.fromkeys(names))  # fmt: skip
-    one = step_memory_mb(run, num_classes)
-    evaluate += one["weights"] if not many else federation_memory_mb(run, num_classes)["weights"]
-    state = 0.0 if many else state_mb(run, one)
+    transients = [evaluation_mb({**alone, "backbone": n}, num_classes, batch)["transient"]
+                  for n in dict.fromkeys(names)]  # fmt: skip
+    evaluate = weights + max(transients)
     return {"step": step, "evaluate": evaluate, "state": state, "data": data_mb,
             "peak": max(step, evaluate) + state + data_mb}  # fmt: skip
+
+
+def _step_parts(run: dict, num_classes: int) -> tuple[float, float, float]:
+    """A run's training step (its total), the weights it holds and its algorithm's state:
+    ``federation_memory_mb`` for clients of different models (no per-client state kept
+    beyond their trainable sets, which it counts), else ``step_memory_mb`` and ``state_mb``."""
+    if run["model"].get("client_backbones"):
+        fed = federation_memory_mb(run, num_classes)
+        return fed["total"], fed["weights"], 0.0
+    step = step_memory_mb(run, num_classes)
+    return step["total"], step["weights"], state_mb(run, step)
 
 
 def state_mb(run: dict, step: dict[str, float]) -> float:
@@ -185,11 +193,9 @@ def state_mb(run: dict, step: dict[str, float]) -> float:
 
 def step_estimate_mb(run: dict, num_classes: int) -> float:
     """A training step of ``run`` with its algorithm's state: what the GPU check compares a
-    measured peak with (clients of different models: ``federation_memory_mb``)."""
-    if run["model"].get("client_backbones"):
-        return federation_memory_mb(run, num_classes)["total"]
-    step = step_memory_mb(run, num_classes)
-    return step["total"] + state_mb(run, step)
+    measured peak with."""
+    step, _, state = _step_parts(run, num_classes)
+    return step + state
 
 
 # copies of the trainable set an algorithm keeps on the device (server, per client) beyond
