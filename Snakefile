@@ -44,6 +44,7 @@ rule all:
     default_target: True
     input:
         default_outputs(),
+        f"{R}/overview.html",  # the report's first page (the overview rule)
         rules.bench.input if SCALE == "mini" else [],
         rules.bench_budget.output if SCALE == "mini" else [],
     localrule: True

@@ -31,7 +31,8 @@ def _env() -> tuple[list[str], list[str]]:
 
 
 def _name(requirement: str) -> str:
-    return re.split(r"[\[=<>!~ ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+    """The name as PEP 503 normalises it (`ruamel.yaml` and `ruamel-yaml` are one package)."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[\[=<>!~ ]", requirement, maxsplit=1)[0].lower())
 
 
 def _pin(requirement: str) -> str:

@@ -1,7 +1,13 @@
-"""Checksum-verified fetching: local files and file:// URLs only, never the network."""
+"""Checksum-verified fetching: local files, file:// URLs and a server on loopback, never the
+network."""
 
 import hashlib
+import http.server
+import re
+import threading
+import time
 import urllib.error
+from functools import partial
 
 import pytest
 
@@ -53,7 +59,10 @@ def test_download_from_file_url_is_verified_and_renamed(tmp_path, monkeypatch):
     path = dl.fetch_file(remote, dest, tmp_path / "root")
     assert path == dest / "blob.bin" and path.read_bytes() == PAYLOAD
     assert not (dest / "blob.bin.part").exists()
-    assert lines[-1] == "blob.bin.part: 22,000 of 22,000 bytes (100 %)"  # through logging
+    assert re.fullmatch(  # through logging
+        r"blob\.bin\.part: 22,000 of 22,000 bytes \(100 %\), [\d.,]+ [kMG]?B/s, eta 0s",
+        lines[-1],
+    )
 
 
 def test_bad_download_raises_naming_file_and_leaves_nothing(tmp_path):
@@ -153,3 +162,60 @@ def test_download_script_turns_the_error_into_one_line(tmp_path, monkeypatch):
     line = "fedrepro download error (DownloadError): toy: cannot download x (offline); "
     assert message == line + "check the network"
     assert not (tmp_path / "flag").exists()
+
+
+class Slow(http.server.SimpleHTTPRequestHandler):
+    """A slow mirror, quietly: a pause of an eighth of a second after each quarter MiB."""
+
+    def copyfile(self, source, outputfile) -> None:
+        while chunk := source.read(1 << 18):
+            outputfile.write(chunk)
+            time.sleep(0.125)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A folder served over HTTP on 127.0.0.1 (its URL), as a dataset's mirror would be."""
+    folder = tmp_path / "www"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Slow, directory=folder))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_download_over_http_logs_its_rate_and_time_left(tmp_path, monkeypatch, served):
+    """Downloads logged the bytes done and nothing of their pace: each line now gives the rate
+    and the time left (the server's Content-Length as the total), through the download
+    function the workflow's data rule calls, from a slow server on loopback."""
+    monkeypatch.setenv("no_proxy", "*")  # loopback, whatever proxy the machine sets
+    lines = []
+    monkeypatch.setattr(logs, "job_log", lines.append)
+    folder, url = served
+    payload = bytes(range(256)) * (4 * 4096)  # 4 MiB: four of the download's 1 MiB chunks
+    (folder / "blob.bin").write_bytes(payload)
+    remote = RemoteFile("toy", "blob.bin", f"{url}/blob.bin",
+                        sha256=hashlib.sha256(payload).hexdigest())  # fmt: skip
+    spec = DatasetSpec("toy", ("a",), 1, 8, ("train",), remote=(remote,), parser="idx")
+    monkeypatch.setattr(dl, "get_dataset", lambda name: spec)
+    [path] = dl.download("toy", tmp_path / "root")
+    assert path.read_bytes() == payload
+    line = re.compile(
+        r"blob\.bin\.part: ([\d,]+) of 4,194,304 bytes \((\d+) %\), ([\d.]+) ([kM]?)B/s, "
+        r"eta (\d+)s"
+    )
+    found = [line.fullmatch(x) for x in lines]
+    assert len(lines) >= 4 and all(found), lines
+    assert [int(m[2]) for m in found] == sorted(int(m[2]) for m in found)
+    first, last = found[0], found[-1]
+    # the first MiB took at least three of the server's pauses (0.375 s), 3 MiB are left
+    assert int(first[2]) < 100 and int(first[5]) >= 1 and float(first[3]) > 0, lines
+    assert last[2] == "100" and last[5] == "0", lines

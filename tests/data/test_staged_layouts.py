@@ -5,6 +5,7 @@ missing files are named all at once in one line."""
 
 import math
 import pickle
+import re
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -284,8 +285,11 @@ def test_preparation_logs_images_decoded_each_tenth(tmp_path, lines):
     for path in paths:
         _image(path)
     load_images(paths, 8, what="toy train")
-    assert len(lines) == 10 and lines[0] == "toy train: 3 of 25 images (12 %)"
-    assert lines[-1] == "toy train: 25 of 25 images (100 %)"
+    pace = r", [\d.,]+ images/s, eta \d+(?:s|m\d\ds|h\d\dm)"
+    assert len(lines) == 10 and re.fullmatch(r"toy train: 3 of 25 images \(12 %\)" + pace, lines[0])
+    assert re.fullmatch(
+        r"toy train: 25 of 25 images \(100 %\), [\d.,]+ images/s, eta 0s", lines[-1]
+    )
 
 
 # --- preparation memory --------------------------------------------------------------------------
@@ -319,10 +323,10 @@ def test_fashion_mnist_labels_decompressed_content_is_recorded():
 
 
 def test_progress_of_an_unknown_total_goes_by_time_and_ends_with_a_line(lines, monkeypatch):
-    clock = iter([0.0, 10.0, 31.0, 31.0, 40.0])  # start, two adds, the line, finish
+    clock = iter([0.0, 10.0, 31.0, 40.0])  # start, two adds, finish
     monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
     progress = logs.Progress("blob.part", 0, "bytes", every=30.0)  # no Content-Length
     progress.add(1_000)  # 10 s: no line
-    progress.add(2_000)  # 31 s: a line
+    progress.add(2_000)  # 31 s: a line, with the rate and no time left (no total)
     progress.finish()
-    assert lines == ["blob.part: 3,000 bytes", "blob.part: 3,000 bytes"]
+    assert lines == ["blob.part: 3,000 bytes, 96.8 B/s", "blob.part: 3,000 bytes, 75 B/s"]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 import torch
 
 from fedrepro.algorithms.fedavg import FedAvg
+from fedrepro.fl import engine
 from fedrepro.fl.engine import run_rounds
 from fedrepro.fl.optim import lr_at
+from fedrepro.logs import Pace
 from tests.fl_helpers import TinyNet, problem, run, run_killed_at, train_cfg, untimed
 
 
@@ -92,3 +97,56 @@ def test_evaluating_only_after_the_last_round_changes_no_number(algorithm):
         assert torch.equal(v, last.shared[k]), k
     for c, tensors in every.local.items():
         assert all(torch.equal(t, last.local[c][n]) for n, t in tensors.items())
+
+
+def test_a_round_line_gives_the_training_loss_and_the_accuracy_only_where_evaluated(
+    monkeypatch,
+):
+    """Rounds without an evaluation printed ``acc=nan`` and no round printed its training
+    loss: each line now has the mean loss of the round's client steps (what each client's
+    training already read, weighted by its steps), and ``acc=`` only on evaluated rounds."""
+    fitted: list[list] = []
+    train_epochs = engine.train_epochs
+
+    def spy(*args, **kw):
+        steps, loss = train_epochs(*args, **kw)
+        fitted[-1].append((steps, loss))
+        return steps, loss
+
+    def log(message: str) -> None:
+        lines.append(message)
+        fitted.append([])
+
+    lines: list[str] = []
+    fitted.append([])
+    monkeypatch.setattr(engine, "train_epochs", spy)
+    state, _, _ = run({"name": "fedavg"}, train_cfg(rounds=4, eval_every=2), log=log)
+    assert [line.split()[1] for line in lines] == ["1/4", "2/4", "3/4", "4/4"]
+    for line, row, clients in zip(lines, state.history, fitted, strict=False):
+        mean = sum(s * loss for s, loss in clients) / sum(s for s, _ in clients)
+        assert f" loss={mean:.4f} " in line, line
+        assert ("acc=" in line) == ("acc" in row), line
+        assert "nan" not in line, line
+    assert f"acc={state.history[-1]['acc']:.2f}" in lines[-1]
+
+
+def test_the_eta_counts_the_rounds_left_of_the_whole_job(tmp_path):
+    """The time left was the run's: a job of several runs gave ``eta 0s`` at each run's last
+    round. With the job's pace (two runs of 5 rounds, 100 s gone before this run's first
+    round) the line counts all the job's rounds left, and a resumed run's done rounds are not
+    counted as work done in this job."""
+    lines: list[str] = []
+    pace = Pace(10, start=time.monotonic() - 100)
+    run({"name": "fedavg"}, train_cfg(rounds=5), log=lines.append, pace=pace)
+    left = [int(re.search(r"\(job: (\d+) rounds? left\)", line)[1]) for line in lines]
+    assert left == [9, 8, 7, 6, 5]
+    first = re.search(r" eta (\d+)m(\d\d)s ", lines[0] + " ")
+    assert 15 <= int(first[1]) < 16, lines[0]  # 100 s for 1 round, 9 to go: 15 min
+    assert re.search(r"eta \d+m\d\ds \(job: 5 rounds left\)$", lines[-1]), lines[-1]
+    ckpt = tmp_path / "ckpt.pt"
+    run_killed_at(3, {"name": "fedavg"}, train_cfg(rounds=5), ckpt)
+    lines.clear()
+    pace = Pace(5)
+    run({"name": "fedavg"}, train_cfg(rounds=5), checkpoint=ckpt, log=lines.append, pace=pace)
+    assert lines[0] == "resumed from round 3"
+    assert [line.split(" (job: ")[1] for line in lines[1:]] == ["1 round left)", "0 rounds left)"]

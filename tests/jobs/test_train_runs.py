@@ -4,10 +4,12 @@ alone, and a killed job resumes without retraining what it finished."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pandas as pd
 
+from fedrepro.jobs.train import train_runs
 from tests.job_helpers import kill_then_resume, run_metrics, toy_job, train_cmd
 from tests.workflow_helpers import env
 
@@ -76,3 +78,28 @@ def test_a_rerun_of_a_finished_job_trains_anew(tmp_path):
         subprocess.run(train_cmd(tmp_path, *outs, configs=configs), check=True, env=env())
         record = json.loads((tmp_path / "job" / "s0.json").read_text())
         assert [r["kept"] for r in record["runs"]] == [False, False]
+
+
+def test_the_job_log_names_each_run_and_gives_the_time_left_of_the_whole_job(tmp_path, job_lines):
+    """No line named a run before its rounds, and the time left was the current run's: each
+    run now opens with its id and setting, every round gives its training loss and the job's
+    rounds left (over all its runs), and the job's last line sums it up."""
+    configs = [{**c, "eval_every": 2} for c in _seeds(tmp_path, rounds=3)]
+    runs = [{"config": c, "partition": tmp_path / "part.json", "out_dir": tmp_path / f"s{i}"}
+            for i, c in enumerate(configs)]  # fmt: skip
+    train_runs(runs, tmp_path / "data", tmp_path / "job.json", device="cpu")
+    headers = [line for line in job_lines if line.startswith("run ")]
+    assert headers == [
+        f"run s{c['seed']}: algorithm scaffold, dataset cifar10, partition p, seed {c['seed']}, "
+        "3 rounds"
+        for c in configs
+    ]
+    rounds = [line for line in job_lines if line.startswith("round ")]
+    assert [line.split()[1] for line in rounds] == ["1/3", "2/3", "3/3"] * 2
+    assert all(re.search(r" loss=\d+\.\d{4} ", line) for line in rounds), rounds
+    assert ["acc=" in line for line in rounds] == [False, True, True] * 2  # evaluated: 2, 3
+    left = [int(re.search(r" eta \d+[hms].* \(job: (\d+) rounds? left\)$", line)[1])
+            for line in rounds]  # fmt: skip
+    assert left == [5, 4, 3, 2, 1, 0]
+    assert job_lines.index(headers[1]) > job_lines.index(rounds[2])  # each before its rounds
+    assert re.fullmatch(r"job done: 2 runs \(2 ran, 0 kept\), 6 rounds in \d+s", job_lines[-1])

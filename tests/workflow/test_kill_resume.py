@@ -46,7 +46,7 @@ def test_a_killed_job_keeps_a_log_line_per_round_with_its_eta(tmp_path):
         assert proc.poll() is None, "no round line while the job ran"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    lines = [line for line in log.read_text().splitlines() if f"/{ROUNDS} acc=" in line]
+    lines = [line for line in log.read_text().splitlines() if f"/{ROUNDS} loss=" in line]
     assert len(lines) >= 3, log.read_text()
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d round 1/12 .* eta \d+[hms]", lines[0])
 

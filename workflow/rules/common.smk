@@ -300,6 +300,32 @@ def default_outputs():
     return files + ([f"{R}/tables/backbones/probe.html"] if PLAN.probes else [])
 
 
+# the report's first page (the overview rule, items.smk): every paper's items and claims
+CONTENTS = "config/reported/contents.csv"  # the papers' own tables and figures, by hand
+
+
+def overview_spec():
+    """Per paper: its title, each item's kind, metric and csv (figures have none), its claims."""
+    papers = {}
+    for paper, items in PLAN.papers.items():
+        entries = {}
+        for item in items:
+            manifest = PLAN.items[f"{paper}/{item}"]
+            kind = ITEM_KINDS[manifest["kind"]]
+            csv = f"{R}/{kind.folder}/{paper}/{item}.csv" if "csv" in kind.outputs else None
+            entries[item] = {"kind": manifest["kind"], "metric": manifest["spec"].get("metric"),
+                             "csv": csv}  # fmt: skip
+        papers[paper] = {"title": PLAN.titles[paper], "items": entries,
+                         "claims": f"{R}/claims/{paper}.csv"}  # fmt: skip
+    return {"scale": SCALE, "papers": papers}
+
+
+def overview_inputs():
+    spec = overview_spec()["papers"]
+    files = [e["csv"] for p in spec.values() for e in p["items"].values() if e["csv"]]
+    return files + [p["claims"] for p in spec.values()]
+
+
 # Each paper's method notes, where the reason of every claim the paper's numbers hold and ours
 # do not is written (the budget page lists the ones they never name).
 METHOD_NOTES = "docs/methods"

@@ -74,3 +74,41 @@ rule claims:
         manifests=claims_manifests,
     script:
         "../scripts/make_claims.py"
+
+
+# the report's first page: workflow.rst includes its fragment when the report holds it
+rule overview:
+    """How each paper reproduces: items regenerated, our cells against the paper's (a
+    scatter), claims on both, the paper-scale cost."""
+    input:
+        overview_inputs(),
+        contents=CONTENTS,
+        cost=f"{B}/cost.json",
+    output:
+        csv=f"{R}/overview.csv",
+        md=f"{R}/overview.md",
+        cells=f"{R}/overview_cells.csv",
+        fragment=f"{R}/overview_fragment.html",
+        html=report(
+            f"{R}/overview.html",
+            caption="../../report/overview.rst",
+            category="Overview",
+            labels={"item": "how each paper reproduces"},
+        ),
+        png=report(
+            f"{R}/overview.png",
+            caption="../../report/overview.rst",
+            category="Overview",
+            labels={"item": "ours against the paper's"},
+        ),
+        pdf=f"{R}/overview.pdf",
+    log:
+        f"{R}/logs/overview.log",
+    conda:
+        ENV
+    resources:
+        **resources("claims"),
+    params:
+        spec=overview_spec(),
+    script:
+        "../scripts/make_overview.py"

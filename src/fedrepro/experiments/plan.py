@@ -108,6 +108,7 @@ class Plan:
     items: dict[str, dict] = field(default_factory=dict)  # "<paper>/<item>" -> manifest
     papers: dict[str, list[str]] = field(default_factory=dict)  # paper -> item names
     claims: dict[str, dict] = field(default_factory=dict)  # paper -> claims manifest
+    titles: dict[str, str] = field(default_factory=dict)  # paper -> its title (the report)
     # the paper-shape smoke (config ``smoke``, fedrepro.experiments.smoke): its settings, and
     # the (algorithm, backbone, tuning, adaptation) combinations its runs cover
     smoke: dict | None = None
@@ -296,6 +297,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
                     entry.update(id=plan.add_adapt(rid, adapt), stage="adapt", run=rid)
                 grid_runs[gname].append(entry)
     plan.papers[paper] = []
+    plan.titles[paper] = doc.get("title", paper)
     for item, spec in doc["items"].items():
         grid = spec.get("grid")  # structural items (payload) need no runs
         if grid is not None and grid not in grid_runs:

@@ -36,6 +36,7 @@ from fedrepro.fl.optim import (
 from fedrepro.fl.sampling import derive_seed, sample_clients, seeded_generator
 from fedrepro.fl.tensors import all_finite, named_state, nbytes, put, take
 from fedrepro.fl.timing import NULL_CLOCK
+from fedrepro.logs import Pace, duration
 
 COHORTS = ("all", "collaborative", "new")
 __all__ = [  # evaluation's names stay importable from the engine
@@ -144,6 +145,7 @@ def run_rounds(
     log: Callable[[str], None] = print,
     clock=NULL_CLOCK,
     start_local: dict[int, dict] | None = None,
+    pace: Pace | None = None,
 ) -> RunState:
     """Train `cfg["train"]["rounds"]` rounds; resume from `checkpoint` when it exists.
 
@@ -153,6 +155,11 @@ def run_rounds(
     to its history row (``phases``); the default clock times nothing. ``start_local``
     (client -> tensors) gives clients their own starting local tensors (an adaptation of a
     run whose clients kept some).
+
+    ``log`` gets one line per round: its mean training loss over the clients' steps (the
+    loss each client's training already read once, weighted by its steps), the accuracy
+    where the round is evaluated, and the time left of the job at ``pace`` (a job's
+    ``fedrepro.logs.Pace`` over the rounds of all its runs; default: this run's rounds).
     """
     tcfg = cfg["train"]
     seed = int(cfg["seed"])
@@ -193,7 +200,11 @@ def run_rounds(
     keep_optim = tcfg.get("optimizer_state", "fresh") == "client"
     unlabeled = replace(train, images=test.images, labels=torch.full_like(test.labels, -1))
 
-    first, started = state.round + 1, time.perf_counter()
+    first = state.round + 1
+    if pace is None:
+        pace = Pace(rounds - state.round)
+    else:
+        pace.skip(state.round)  # resumed rounds took no time in this job
     for r in range(first, rounds + 1):
         t0 = time.perf_counter()
         lr = lr_at(tcfg, r)
@@ -203,6 +214,7 @@ def run_rounds(
         down = [a.downlink(s, r) for a, s in zip(algorithms, shared, strict=True)]
         payloads: list[Payload] = []
         down_bytes = 0
+        fitted = [0.0, 0]  # the clients' training loss summed over their steps, the steps
         for pos, k in enumerate(picked):
             g = arch[k]
             model, algorithm = models[g], algorithms[g]  # the client's module and its roles
@@ -251,12 +263,15 @@ def run_rounds(
                 views=algorithm.views(r),
             )
             if phases is None:
-                ctx.steps, _ = fit(epochs=epochs, optimizer=opt)
+                ctx.steps, loss = fit(epochs=epochs, optimizer=opt)
+                _fitted(fitted, ctx.steps, loss)
             else:
                 for keys, phase_epochs in phases:
                     with trainable_only(model, keys):
                         phase_opt = client_optimizer(model, tcfg, r, lr, None)
-                        ctx.steps += fit(epochs=phase_epochs, optimizer=phase_opt)[0]
+                        steps, loss = fit(epochs=phase_epochs, optimizer=phase_opt)
+                        ctx.steps += steps
+                        _fitted(fitted, steps, loss)
             if keep_optim and opt is not None:
                 state.optim[k] = optimizer_state(opt)
             with clock.phase("upload"):
@@ -304,21 +319,31 @@ def run_rounds(
             row["seconds"] = time.perf_counter() - t0  # the saved copy has the time before it
         if phases := clock.take():
             row["phases"] = phases
-        eta = (time.perf_counter() - started) / (r - first + 1) * (rounds - r)
-        log(
-            f"round {r}/{rounds} acc={row.get('acc', math.nan):.2f} lr={lr:.4g} "
-            f"clients={len(picked)}{' DIVERGED' if diverged else ''} {row['seconds']:.1f}s "
-            f"eta {_duration(eta)}"
-        )
+        pace.add(1)
+        log(round_line(r, rounds, row, fitted, pace))
     return state
 
 
-def _duration(seconds: float) -> str:
-    """``1h02m``, ``3m05s`` or ``12s``: a run's remaining time at a glance."""
-    s = round(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+def _fitted(fitted: list, steps: int, loss: float) -> None:
+    """Add a client's training (``train_epochs``' steps and mean loss, already read) to the
+    round's sum; a client that took no step (or trains nothing: NaN) adds nothing."""
+    if steps:
+        fitted[0] += loss * steps
+        fitted[1] += steps
+
+
+def round_line(r: int, rounds: int, row: dict, fitted: list, pace: Pace) -> str:
+    """A round's line, ``round 3/20 loss=1.2345 acc=45.67 lr=0.05 clients=5 1.2s eta 2m10s
+    (job: 57 rounds left)``: the training loss where a client took a step, the accuracy only
+    where the round was evaluated, the job's rounds left and their time."""
+    loss = f" loss={fitted[0] / fitted[1]:.4f}" if fitted[1] else ""
+    acc = f" acc={row['acc']:.2f}" if "acc" in row else ""
+    eta, n = pace.eta(), round(pace.left())
+    left = "" if eta is None else f" eta {duration(eta)} (job: {n} round{'s' * (n != 1)} left)"
+    return (
+        f"round {r}/{rounds}{loss}{acc} lr={row['lr']:.4g} clients={row['clients']}"
+        f"{' DIVERGED' if row['diverged'] else ''} {row['seconds']:.1f}s{left}"
+    )
 
 
 def _save(checkpoint: Path, r: int, state: RunState, algorithms: list[Algorithm]) -> None:

@@ -18,8 +18,8 @@ from safetensors.torch import load_file
 
 from fedrepro.atomic import write_json
 from fedrepro.fl.tensors import put
-from fedrepro.jobs.train import Job, discard, in_turn, load_job, write_results
-from fedrepro.logs import job_log
+from fedrepro.jobs.train import Job, discard, in_turn, load_job, run_header, write_results
+from fedrepro.logs import Pace, job_log
 from fedrepro.tta import adapt_method
 
 ADAPT_FILES = ("metrics.json", "history.csv")
@@ -34,12 +34,21 @@ def adapt_runs(
     return in_turn(
         adapts,
         record,
-        lambda a: adapt_run(
-            a["adapt"], a["run_dir"], data_dir, a["partition"], a["out_dir"], **where
+        lambda a, pace: adapt_run(
+            a["adapt"], a["run_dir"], data_dir, a["partition"], a["out_dir"], pace=pace, **where
         ),
         adapted,
         lambda out_dir: discard(out_dir, ADAPT_FILES),
         log,
+        adapt_rounds,
+    )
+
+
+def adapt_rounds(member: dict) -> int:
+    """The engine rounds of a member's adaptation (from its run's config, nothing loaded)."""
+    run_cfg = json.loads((Path(member["run_dir"]) / "config.json").read_text())
+    return int(
+        adapt_method(member["adapt"]).run_config(run_cfg, member["adapt"])["train"]["rounds"]
     )
 
 
@@ -56,16 +65,28 @@ def adapted(member: dict) -> bool:
 
 
 def adapt_run(
-    adapt: dict, run_dir: Path, data_dir: Path, partition: Path, out_dir: Path, **where
+    adapt: dict,
+    run_dir: Path,
+    data_dir: Path,
+    partition: Path,
+    out_dir: Path,
+    pace: Pace | None = None,
+    **where,
 ) -> dict:
     """Adapt (or resume adapting) the run in ``run_dir`` as ``adapt`` (``{"method", ...}``);
-    ``where``: ``backbone``, ``device``, ``threads`` as ``prepare_adapt`` takes them."""
+    ``where``: ``backbone``, ``device``, ``threads`` as ``prepare_adapt`` takes them, ``pace``
+    the job's (``fedrepro.jobs.train.train_run``)."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     job, source = prepare_adapt(adapt, run_dir, data_dir, partition, **where)
+    job_log(
+        run_header(
+            "adapt", out_dir.name, job.cfg, f"{source['adapt']['method']} of {source['run']}, "
+        )
+    )
     write_json(out_dir / "config.json", {**source, "engine": job.cfg})
     setup = time.perf_counter() - t0
-    state = job.run(out_dir / "checkpoint.pt")
+    state = job.run(out_dir / "checkpoint.pt", pace=pace)
     return write_results(out_dir, job, state, t0, setup, **source)
 
 

@@ -22,6 +22,7 @@ from fedrepro.fl.build import build_model, load_train_test, pick_device
 from fedrepro.fl.contrastive import contrastive_loss, normalized
 from fedrepro.fl.local import predict, train_epochs
 from fedrepro.fl.sampling import derive_seed
+from fedrepro.logs import Pace, job_log
 from fedrepro.models.registry import get_spec, head_keys
 from fedrepro.models.weights import save_weights
 
@@ -35,8 +36,9 @@ def pretrain_backbone(
     threads: int = 1,
     seed: int = 0,
 ) -> float:
-    """Train on `data_dir`'s train split; print progress; return test accuracy (%), NaN for a
-    self-supervised backbone (its head is a projection, not a classifier)."""
+    """Train on `data_dir`'s train split; return test accuracy (%), NaN for a self-supervised
+    backbone (its head is a projection, not a classifier). The job's log gets a line per
+    epoch: its loss, test accuracy, seconds, images per second and the time left."""
     dev = pick_device(device, threads)
     run = {"model": {"backbone": backbone}, "train": cfg}
     split, train, test = load_train_test(run, Path(data_dir), dev, None)
@@ -52,8 +54,9 @@ def pretrain_backbone(
     def nt_xent(x: torch.Tensor, _labels: torch.Tensor) -> torch.Tensor:
         return contrastive_loss(normalized(model(x)), None, temperature)
 
-    acc = math.nan
-    for epoch in range(1, int(cfg["epochs"]) + 1):
+    acc, epochs = math.nan, int(cfg["epochs"])
+    pace = Pace(epochs * len(idx))  # images seen, evaluation included in the time
+    for epoch in range(1, epochs + 1):
         t0 = time.perf_counter()
         _, loss = train_epochs(
             model,
@@ -69,11 +72,11 @@ def pretrain_backbone(
         if not contrastive:
             correct, _ = predict(model, test, torch.arange(len(test.labels), device=dev))
             acc = 100.0 * float(correct.float().mean())
+        pace.add(len(idx))
         shown = "self-supervised" if contrastive else f"test acc={acc:.1f}%"
-        print(
-            f"pretrain {backbone} epoch {epoch}: loss={loss:.3f} {shown} "
-            f"({time.perf_counter() - t0:.1f}s)",
-            flush=True,
+        job_log(
+            f"pretrain {backbone} epoch {epoch}/{epochs}: loss={loss:.3f} {shown} "
+            f"{time.perf_counter() - t0:.1f}s, {pace.text('images')}"
         )
     head = set(head_keys(model)) if contrastive else set()
     keys = [k for k in model.state_dict() if k not in head]

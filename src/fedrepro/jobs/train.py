@@ -40,7 +40,7 @@ from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, RunState, run_rounds
 from fedrepro.fl.timing import NULL_CLOCK
 from fedrepro.geometry import silhouette_vs_shuffled
-from fedrepro.logs import job_log
+from fedrepro.logs import Pace, duration, job_log
 from fedrepro.memory import peak_gpu_mb, peak_rss_mb
 from fedrepro.models.tuning import new_at_inference
 
@@ -67,17 +67,21 @@ def train_run(
     backbone: Path | None = None,
     device: str = "auto",
     threads: int = 1,
+    pace: Pace | None = None,
 ) -> dict:
     """Train (or resume) the run described by `cfg`; write its result files atomically.
 
-    The resolved config is written first, so a run directory always says what it holds.
+    The resolved config is written first, so a run directory always says what it holds; the
+    log's first line of the run names it (``run_header``). ``pace``: the job's, over the
+    rounds of all its runs (default: this run's own).
     """
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
+    job_log(run_header("run", out_dir.name, cfg))
     write_json(out_dir / "config.json", cfg)
     job = load_job(cfg, data_dir, partition, backbone, device, threads)
     setup = time.perf_counter() - t0
-    state = job.run(out_dir / "checkpoint.pt")
+    state = job.run(out_dir / "checkpoint.pt", pace=pace)
     tensors = {f"global.{k}": v for k, v in state.shared.items()}
     for k, local in state.local.items():
         tensors.update({f"client{k}.{n}": v for n, v in local.items()})
@@ -89,6 +93,17 @@ def train_run(
 RESULT_FILES = ("metrics.json", "history.csv", "state.safetensors")
 
 
+def run_header(kind: str, run_id: str, cfg: dict, extra: str = "") -> str:
+    """The line that opens a run in its job's log: ``run <id>: algorithm fedavg, dataset
+    cifar10, partition <id>, seed 0, 50 rounds`` (an adaptation: ``adapt <id>: ...``)."""
+    setting = (
+        f"algorithm {cfg['algorithm']['name']}, dataset {cfg.get('dataset', '?')}, "
+        f"partition {cfg.get('partition_id', '?')}, seed {cfg['seed']}, "
+        f"{int(cfg['train']['rounds'])} rounds"
+    )
+    return f"{kind} {run_id}: {extra}{setting}"
+
+
 def train_runs(
     runs: list[dict], data_dir: Path, record: Path | None = None, log=job_log, **where
 ) -> list[dict]:
@@ -97,17 +112,22 @@ def train_runs(
     return in_turn(
         runs,
         record,
-        lambda r: train_run(r["config"], data_dir, r["partition"], r["out_dir"], **where),
+        lambda r, pace: train_run(
+            r["config"], data_dir, r["partition"], r["out_dir"], pace=pace, **where
+        ),
         lambda r: finished(Path(r["out_dir"]), r["config"]),
         lambda out_dir: discard(out_dir, RESULT_FILES),
         log,
+        lambda r: int(r["config"]["train"]["rounds"]),
     )
 
 
-def in_turn(members: list[dict], record: Path | None, work, done, fresh, log=job_log) -> list[dict]:
+def in_turn(members: list[dict], record: Path | None, work, done, fresh, log, rounds) -> list[dict]:
     """Run a job's members (training runs, adaptations: ``{"out_dir", ...}`` each) one after
-    the other, ``work(member)`` returning its metrics, then write the job's ``record`` (what
-    each member took; the file the workflow tracks).
+    the other, ``work(member, pace)`` returning its metrics, then write the job's ``record``
+    (what each member took; the file the workflow tracks). ``pace`` (``fedrepro.logs.Pace``)
+    counts the job's engine rounds, ``rounds(member)`` each member's, so a round's line gives
+    the time left of the whole job; the last line sums the job up.
 
     While the job works, ``<record>.partial`` names its members. A job that finds one was
     interrupted: it keeps the members that are ``done``, and the interrupted one resumes from
@@ -119,22 +139,28 @@ def in_turn(members: list[dict], record: Path | None, work, done, fresh, log=job
     if partial is not None:
         write_json(partial, {"runs": [Path(m["out_dir"]).name for m in members]})
     record_rows = []
+    pace = Pace(sum(rounds(m) for m in members))
     for i, member in enumerate(members, 1):
         out_dir = Path(member["out_dir"])
         kept = resuming and done(member)
         if kept:
             metrics = json.loads((out_dir / "metrics.json").read_text())
+            pace.skip(rounds(member))
         else:
             if not resuming:
                 fresh(out_dir)
-            metrics = work(member)
+            metrics = work(member, pace)
         log(f"{i}/{len(members)} {out_dir.name}: {'kept' if kept else 'ran'}, "
             f"final acc {metrics['final_acc']:.2f}, {metrics['wall_seconds']:.1f}s")  # fmt: skip
         record_rows.append(
             {"run": out_dir.name, "kept": kept, "wall_seconds": metrics["wall_seconds"]}
         )
+    wall = time.perf_counter() - t0
+    ran = sum(not row["kept"] for row in record_rows)
+    log(f"job done: {len(members)} runs ({ran} ran, {len(members) - ran} kept), "
+        f"{pace.done:.0f} rounds in {duration(wall)}")  # fmt: skip
     if record is not None:
-        write_json(record, {"runs": record_rows, "wall_seconds": time.perf_counter() - t0})
+        write_json(record, {"runs": record_rows, "wall_seconds": wall})
         partial.unlink()
     return record_rows
 
@@ -165,10 +191,10 @@ class Job:
     device: torch.device
     start_local: dict[int, dict] | None = None  # each client's own starting local tensors
 
-    def run(self, checkpoint: Path | None, log=job_log) -> RunState:
-        """The engine's rounds; under ``FEDREPRO_DISCIPLINE`` (``fedrepro.discipline``) on the
-        GPU's paths with every phase checked, the report named for the checkpoint's folder (the
-        run's id)."""
+    def run(self, checkpoint: Path | None, log=job_log, pace: Pace | None = None) -> RunState:
+        """The engine's rounds (``pace``: the job's, as ``run_rounds`` takes it); under
+        ``FEDREPRO_DISCIPLINE`` (``fedrepro.discipline``) on the GPU's paths with every phase
+        checked, the report named for the checkpoint's folder (the run's id)."""
         checked = DisciplineClock.from_env()
         with gpu_paths() if checked else nullcontext():
             state = run_rounds(
@@ -182,6 +208,7 @@ class Job:
                 log,
                 clock=checked or NULL_CLOCK,
                 start_local=self.start_local,
+                pace=pace,
             )
         if checked is not None and checkpoint is not None:
             checked.write_for(Path(checkpoint).parent.name)

@@ -227,6 +227,88 @@ CLAIMS_HTML = """\
 """
 
 
+OVERVIEW_MD = """\
+**How each paper reproduces** — scale `{{ scale }}`: {{ scale_note }}
+
+| paper | regenerated (of its result tables and figures) | accuracy cells with a paper value \
+| median \\|ours − paper\\| (points) | within {{ near }} points | r | structural counts as printed \
+| claims holding (paper's numbers) | claims holding (ours) | paper-scale GPU-hours | runs |
+|---|---|---|---|---|---|---|---|---|---|---|
+{% for r in rows %}
+| {{ r.paper | md }} | {{ r.regenerated_text }} | {{ r.cells_text }} | {{ r.gap_text }} \
+| {{ r.near_text }} | {{ r.r_text }} | {{ r.structural_text }} | {{ r.claims_paper_text }} \
+| {{ r.claims_ours_text }} | {{ r.cost_text }} | {{ r.runs_text }} |
+{% endfor %}
+
+In all: {{ totals.regenerated }} of {{ totals.results }} result tables and figures regenerated, \
+{{ totals.cells }} accuracy cells beside a paper value, {{ totals.gpu_hours }} GPU-hours at paper \
+scale ({{ cost_device }}; {{ cost_throughput }}).
+{% for r in rows if r.not_regenerated %}
+
+Not regenerated ({{ r.paper }}): {{ r.not_regenerated | md }}.
+{% endfor %}
+
+The scatter: `overview.png`.
+"""
+
+# the report's first page (included into workflow.rst): its style scoped to its own block,
+# the scatter inline, so the self-contained report needs nothing else
+OVERVIEW_FRAGMENT = """\
+<div class="fro-overview">
+<style>
+.fro-overview table { border-collapse: collapse; font-size: .85rem; margin: .8rem 0; }
+.fro-overview th, .fro-overview td { border-bottom: 1px solid #ddd; padding: .3rem .5rem;
+  text-align: center; }
+.fro-overview thead th { background: #f3f4f6; border-bottom: 2px solid #bbb; }
+.fro-overview td.label { text-align: left; font-weight: 600; }
+.fro-overview .warn { background: #fff4d6; border: 1px solid #e2c36b; border-radius: 4px;
+  padding: .5rem .8rem; margin: .8rem 0; }
+.fro-overview .meta { color: #555; font-size: .85rem; }
+</style>
+<h2>How each paper reproduces</h2>
+<div class="{{ 'warn' if is_mini else 'meta' }}"><b>Scale: {{ scale }}.</b> {{ scale_note }}</div>
+<table>
+<thead><tr><th>paper</th><th>regenerated<br>(of its result tables and figures)</th>
+<th>accuracy cells with<br>a paper value</th><th>median |ours − paper|<br>(points)</th>
+<th>within {{ near }}<br>points</th><th>r</th><th>structural counts<br>as printed</th>
+<th>claims holding<br>(paper's numbers)</th><th>claims holding<br>(ours)</th>
+<th>paper-scale<br>GPU-hours</th><th>runs</th></tr></thead>
+<tbody>
+{% for r in rows %}
+<tr><td class="label" title="{{ r.title }}">{{ r.paper }}</td><td>{{ r.regenerated_text }}</td>
+<td>{{ r.cells_text }}</td><td>{{ r.gap_text }}</td><td>{{ r.near_text }}</td>
+<td>{{ r.r_text }}</td>
+<td>{{ r.structural_text }}</td><td>{{ r.claims_paper_text }}</td><td>{{ r.claims_ours_text }}</td>
+<td>{{ r.cost_text }}</td><td>{{ r.runs_text }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="meta">In all: {{ totals.regenerated }} of {{ totals.results }} result tables and figures
+regenerated, {{ totals.cells }} accuracy cells beside a paper value; the paper scale would take
+{{ totals.gpu_hours }} GPU-hours ({{ cost_device }}; {{ cost_throughput }}).
+{% for r in rows if r.not_regenerated %}
+Not regenerated ({{ r.paper }}): {{ r.not_regenerated }}.
+{% endfor %}
+A claim is counted where it could be evaluated; each paper's category lists its tables, figures
+and claims.</p>
+<img alt="our accuracy cells against the paper's, one colour per paper"
+ src="data:image/png;base64,{{ png }}" style="max-width: 560px; width: 100%;">
+</div>
+"""
+
+OVERVIEW_HTML = """\
+<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>How each paper reproduces</title>
+<style>body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;
+max-width: 1400px; padding: 0 1rem; color: #222; }</style></head>
+<body>
+{{ fragment }}
+</body></html>
+"""
+
+
 def _tex_row(row: dict[str, Any]) -> str:
     """One LaTeX table row: label cells (blank when repeated), then value cells."""
     parts = [tex_escape(lab["text"]) if lab["show"] else "" for lab in row["labels"]]
@@ -270,6 +352,9 @@ _TEMPLATES = {
     "table.html": TABLE_HTML,
     "claims.md": CLAIMS_MD,
     "claims.html": CLAIMS_HTML,
+    "overview.md": OVERVIEW_MD,
+    "overview_fragment.html": OVERVIEW_FRAGMENT,
+    "overview.html": OVERVIEW_HTML,
 }
 
 

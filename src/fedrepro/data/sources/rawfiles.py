@@ -100,12 +100,12 @@ def load_images(
     out: list[np.ndarray] = []
     progress = Progress(what, len(paths), "images")
     for path in paths:
-        progress.add(1)
         with Image.open(path) as img:
             img = img.convert(mode)
             if size is not None and img.size != (size, size):
                 img = img.resize((size, size), Image.Resampling.BILINEAR)
             out.append(np.asarray(img, dtype=np.uint8))
+        progress.add(1)  # once decoded: the rate and the time left are the decoder's
     if not out:
         side = size or 0
         return np.zeros((0, side, side, channels), np.uint8)
