@@ -21,7 +21,7 @@ CONFIG = load_yaml(SCHEMA_DIR / "config.yaml")["$defs"]
 @pytest.mark.parametrize(
     ("enum", "registry"),
     [
-        (RUN["algorithm"]["properties"]["name"]["enum"], ALGORITHMS),
+        (RUN["algorithm"]["else"]["properties"]["name"]["enum"], ALGORITHMS),
         (RUN["model"]["properties"]["tuning"]["enum"], TUNINGS),
         (CONFIG["workload"]["properties"]["tuning"]["enum"], TUNINGS),
         (RUN["partition"]["properties"]["scheme"]["enum"], SCHEMES),

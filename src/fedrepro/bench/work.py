@@ -54,12 +54,19 @@ def known_sizes(assumed: dict) -> dict:
 def flops_key(run: dict) -> str:
     """What a sample's FLOPs depend on: the model's shape (backbone, input side, tuning and
     its options), the algorithm and the class count. Other algorithm options (a loss weight,
-    a temperature) are taken not to change a step's FLOPs. A run whose clients hold different
+    a temperature) are taken not to change a step's FLOPs; a method from outside costs the
+    step of the built-in it is ``priced_as``. A run whose clients hold different
     models has one key per backbone (``sample_flops``)."""
     m = run["model"]
     shape = {k: m.get(k) for k in ("backbone", "img_size", "tuning", "tuning_options")}
     classes = DATASETS[run["dataset"]].num_classes
-    return json.dumps([shape, run["algorithm"]["name"], classes], sort_keys=True)
+    return json.dumps([shape, priced_as(run["algorithm"]), classes], sort_keys=True)
+
+
+def priced_as(algorithm: dict) -> str:
+    """The algorithm whose step a run's costs: its own, or for a method from outside
+    (config ``methods``) the built-in it names (``priced_as``, default FedAvg)."""
+    return algorithm.get("from", {}).get("priced_as", algorithm["name"])
 
 
 def sample_flops(run: dict, per_model: Callable[[dict], dict]) -> dict:

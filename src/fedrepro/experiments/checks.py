@@ -23,7 +23,8 @@ def origin(doc: dict, labels: dict, path: tuple[str, ...]) -> str:
     of the overrides, axis values and defaults that sets it (the one the merge kept)."""
     blocks = [("defaults", doc["defaults"])]
     blocks += [(f"axes.{a}.{v}", doc["axes"][a][v]) for a, v in labels.items()]
-    blocks += [(f"overrides[{i}].set", o["set"]) for i, o in enumerate(doc.get("overrides", []))
+    blocks += [(f"{o.get('origin', f'overrides[{i}]')}.set", o["set"])
+               for i, o in enumerate(doc.get("overrides", []))
                if selected(labels, o["where"])]  # fmt: skip
     for prefix, block in reversed(blocks):
         if _holds(block, path):

@@ -18,13 +18,17 @@ from __future__ import annotations
 import ast
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 
 PACKAGE = "fedrepro"
 
 
 @cache
 def _tree(module: str) -> ast.Module:
-    """The parsed source of ``module`` (a package's ``__init__.py``), found as package data."""
+    """The parsed source of ``module`` (a package's ``__init__.py``), found as package data;
+    or of the file ``module`` names where it ends in ``.py`` (a method from outside)."""
+    if module.endswith(".py"):
+        return ast.parse(Path(module).read_text(), filename=module)
     *parents, leaf = module.split(".")[1:]
     base = files(PACKAGE).joinpath(*parents)
     source = base / leaf / "__init__.py"
@@ -162,3 +166,19 @@ def adapt_options() -> dict[str, frozenset[str]]:
         )
         for module, call in _registered("fedrepro.tta", "ADAPT_METHODS")
     }
+
+
+def file_algorithms(path: str) -> dict[str, frozenset[str]]:
+    """The algorithms a Python file outside the library defines (a method from outside:
+    config ``methods``): each class with a ``name`` (its own or a base's) and its
+    constructor's keywords, read as the registry's are. Not cached: the file may change."""
+    _tree.cache_clear()  # the file's text of this call, not of an earlier one
+    found = {}
+    for node in _tree(path).body:
+        if isinstance(node, ast.ClassDef) and node.bases:
+            try:
+                name = _class_attribute(path, node, "name")
+                found[name] = frozenset(_constructor_keywords(path, node))
+            except (LookupError, AttributeError, ValueError):
+                continue  # not an algorithm (no name, or a base that is none of ours)
+    return found

@@ -33,6 +33,7 @@ from fedrepro.experiments.checks import (
 )
 from fedrepro.experiments.checks import selected as _selected
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml, validate
+from fedrepro.experiments.extend import check_set_used, outside_methods, with_methods, with_set
 from fedrepro.experiments.items import ITEM_KINDS, structure_quantities
 from fedrepro.experiments.options import algorithm_options, server_model_names
 from fedrepro.experiments.smoke import cover, smoke_adapt, smoke_run
@@ -214,6 +215,8 @@ def build_plan(config: dict, repo: Path) -> Plan:
     plan.smoke = smoke or None
     plan.runs_per_job = config.get("runs_per_job", "seeds")
     plan.assumed_sizes = config.get("bench", {}).get("cost", {}).get("split_sizes", {})
+    methods = outside_methods(config.get("methods", {}), Path.cwd())
+    overrides, docs = config.get("set", []), {}
     for paper in config["papers"]:
         path = Path(repo) / "config" / "experiments" / f"{paper}.yaml"
         if not path.exists():
@@ -230,7 +233,9 @@ def build_plan(config: dict, repo: Path) -> Plan:
         doc = deep_merge(doc, over)
         check_transcriptions(Path(repo), doc)
         check_overrides(paper, doc)
+        docs[paper] = doc = with_set(paper, with_methods(paper, doc, methods), overrides)
         _expand_paper(plan, paper, doc, scale_cfg)
+    check_set_used(overrides, docs)
     if plan.smoke:
         plan.covered = cover(plan)
     if config.get("eval_rounds", "read") == "read":
@@ -276,7 +281,7 @@ def _expand_paper(plan: Plan, paper: str, doc: dict, scale_cfg: dict) -> None:
             for axis, value in labels.items():
                 cfg = deep_merge(cfg, doc["axes"][axis][value])
             for over in doc.get("overrides", []):  # settings of a combination of values
-                if _selected(labels, over["where"]):
+                if _selected(labels, over["where"]) and gname in over.get("grids", [gname]):
                     cfg = deep_merge(cfg, over["set"])
             adapt = cfg.pop("adapt", None)  # an adapt stage on top of the trained run
             if adapt is not None and plan.smoke:
