@@ -42,6 +42,7 @@ def copy_workflow(dest: Path) -> Path:
     The library itself (schemas included) is imported from the environment.
     """
     names = ("Snakefile", "workflow", "config", "report", "profiles", "envs", "docs")
+    dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         src = REPO / name
         if src.is_dir():
