@@ -89,7 +89,7 @@ def test_run_flops_counts_rounds_epochs_participation_and_evaluations():
         "algorithm": {"name": "fedavg"},
         "partition": {"scheme": "iid", "clients": 10, "test_mode": "global"},
         "model": {"backbone": "cnn_simple", "img_size": 32, "tuning": "full"},
-        "train": {"rounds": 5, "local_epochs": 3, "fraction": 0.5},
+        "train": {"rounds": 5, "local_epochs": 3, "fraction": 0.5, "batch_size": 32},
     }  # fmt: skip
     sizes = {"cifar10": {"train": 1000, "test": 200}}
     memo: dict = {}

@@ -17,7 +17,8 @@ from fedrepro.discipline import ENV, cuda_syncs, unexplained_waits
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.data import DeviceData
-from fedrepro.fl.local import eval_batch_size, predict
+from fedrepro.fl.eval_batch import eval_batch_size
+from fedrepro.fl.local import predict
 from tests.fl_helpers import TinyNet
 
 REPO = Path(__file__).resolve().parents[2]

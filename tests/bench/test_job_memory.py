@@ -13,7 +13,7 @@ from fedrepro.bench.job_memory import (
     federation_memory_mb,
     step_memory_mb,
 )
-from fedrepro.fl.local import eval_batch_size
+from fedrepro.fl.eval_batch import eval_batch_size
 
 CNN = {"backbone": "cnn_fedicon", "img_size": 32}
 

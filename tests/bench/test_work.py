@@ -202,3 +202,39 @@ def test_the_bound_of_a_domain_dataset_counts_every_domain(plan, table):
     assert (bound["train"], bound["test"]) == (6 * size["train"], 6 * size["test"])
     counted = partition_counts(run, SIZES)
     assert bound["train"] >= counted["train"] and bound["test"] >= counted["test"]
+
+
+def test_a_launch_bound_run_is_priced_at_its_kernels_not_its_flops():
+    """Issue 52: a small network's step is bound by its kernel launches; the FLOPs alone
+    priced FedICON's contrastive step at 93 µs where its kernels take milliseconds. A run
+    takes at least its kernels times the GPU's launch cost, and a large one its FLOPs time."""
+    run = _run("fp32")
+    small = {"by_class": {"conv": 1e9, "matmul": 0.0}, "kernels": 1e6}
+    flops_only = hours({"by_class": small["by_class"]}, run, GPU)  # the old price
+    assert hours(small, run, GPU) == pytest.approx(1e6 * GPU["launch_s"] / 3600)
+    assert hours(small, run, GPU) > 100 * flops_only
+    large = {**WORK, "kernels": 1e6}
+    assert hours(large, run, GPU) == hours(WORK, run, GPU)  # above its floor: FLOPs
+
+
+def test_the_kernels_of_a_step_are_counted_without_views_and_allocations():
+    """The kernel count (``fedrepro.bench.flops.KernelCount``) takes an operator that
+    computes, not a view or an allocation; a run's kernels are its steps' and evaluation
+    batches' (``run_work``)."""
+    import torch
+
+    from fedrepro.bench.flops import KernelCount
+
+    with torch.device("meta"), KernelCount() as k:
+        x = torch.empty(4, 8)
+        y = x.view(8, 4).t()
+        (y * 2 + 1).sum()
+    assert k.kernels == 3  # mul, add, sum
+    counts = {"clients": 2, "train": 640, "test": 100, "own_test": 200, "transforms": False}
+    per = {"train": 1.0, "eval": 1.0, "by_class": {"train": {"conv": 1.0}, "eval": {"conv": 1.0}},
+           "personalized": False, "kernels": {"train": 50, "eval": 20}}  # fmt: skip
+    run = {"train": {"rounds": 2, "local_epochs": 1, "batch_size": 32}, "model": {},
+           "algorithm": {"name": "fedavg"}}  # fmt: skip
+    work = run_work(run, per, counts)
+    assert work["steps"] == 2 * 640 / 32
+    assert work["kernels"] == 40 * 50 + 2 * 100 / 1024 * 20

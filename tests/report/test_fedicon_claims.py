@@ -37,6 +37,15 @@ def on_paper(tmp_path_factory):
         "tta_adds_to_local",
         "tta_adds_to_lie",
         "tta_adds_to_gis",
+        # the size, "about 1% to 5%": both bounds of each Table 5 pair (+2.84, +5.92, +1.07,
+        # +4.50), but the upper bound of TTA over none (below)
+        "tta_adds_at_least_1_to_fedicon",
+        "tta_adds_at_most_5_to_fedicon",
+        "tta_adds_at_least_1_to_local",
+        "tta_adds_at_least_1_to_lie",
+        "tta_adds_at_most_5_to_lie",
+        "tta_adds_at_least_1_to_gis",
+        "tta_adds_at_most_5_to_gis",
     ],
 )
 def test_the_claim_holds_on_the_papers_numbers(on_paper, claim):
@@ -53,3 +62,19 @@ def test_fig3a_decline_has_no_printed_values(on_paper):
     """Fig. 3a's points are not transcribed (a plot): the claim is evaluated on ours only."""
     assert "both_decline_with_more_clients" in on_paper.index
     assert on_paper["holds_paper"].isna()["both_decline_with_more_clients"]
+
+
+def test_tta_over_local_exceeds_5_points_on_the_papers_numbers(on_paper):
+    """Table 5 prints TTA 39.92 against none (Local) 34.00: +5.92, above the sentence's
+    "about 1% to 5%" read literally; the claim says so in its text."""
+    row = on_paper.loc["tta_adds_at_most_5_to_local"]
+    assert not bool(row["holds_paper"])
+    assert row["paper_value"] == "0/1 pass; worst diff = 5.92", row["paper_value"]
+    assert "Fails on the paper's own numbers: 39.92 − 34.00 = 5.92" in row["text"]
+
+
+def test_the_online_variant_has_no_printed_values(on_paper):
+    """§4.2 describes the online variant but prints no number: the claim pairs the online
+    table with Table 5's LIE+GIS, and the paper's side has only the latter."""
+    assert on_paper["holds_paper"].isna()["fedicon_online_adapts"]
+    assert "1 unpaired units ignored" in on_paper.loc["fedicon_online_adapts", "detail"]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedrepro.algorithms.test_time import T3APredictor
-from fedrepro.fl.local import EVAL_BATCH
+from fedrepro.fl.eval_batch import EVAL_BATCH
 from fedrepro.jobs.adapt import prepare_adapt
 from fedrepro.tta import adapt_method
 from tests.job_helpers import VIEWS

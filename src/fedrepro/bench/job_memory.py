@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from fedrepro.fl.build import build_model
-from fedrepro.fl.local import EVAL_BATCH, eval_batch_size
+from fedrepro.fl.eval_batch import EVAL_BATCH, eval_batch_size
 
 __all__ = [
     "LivePeak",

@@ -5,7 +5,10 @@ and adaptation job (``job_resources``, the workflow's ``resources``).
 Work = (training samples × FLOPs of one sample's step) + (evaluated samples × FLOPs of one
 sample's forward), each by class of operation (convolutions, matmuls); time = those FLOPs
 over the device's rate at the arithmetic each class runs on (``fedrepro.arithmetic``: the
-run's ``train.precision`` and ``train.tf32``). Torch is not imported here: the workflow
+run's ``train.precision`` and ``train.tf32``), and at least the run's kernels (training steps
+× the kernels of a step + evaluation batches × those of a forward, counted on the meta device)
+times the device's cost of one (``resources.gpu.launch_s``): the per-step floor a small
+network's steps sit on, whatever its FLOPs. Torch is not imported here: the workflow
 plans with this module. What needs torch (FLOPs counted on the meta device, the partitioner's
 sample counts) comes from the cost job's memo, or for the workflow from the committed table
 ``config/flops/<scale>.json`` that ``python workflow/scripts/bench.py work`` writes from it.
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
+from fedrepro.fl.eval_batch import eval_batch_size
 from fedrepro.fl.public import public_dataset, public_samples
 from fedrepro.tta import adapt_method
 
@@ -95,6 +99,10 @@ def sample_flops(run: dict, per_model: Callable[[dict], dict]) -> dict:
             for stage in ("train", "eval")
         },  # fmt: skip
         "personalized": any(p["personalized"] for p in parts),
+        "kernels": {
+            stage: mean([p.get("kernels", {}).get(stage, 0) for p in parts])
+            for stage in ("train", "eval")
+        },  # fmt: skip
     }
 
 
@@ -136,11 +144,16 @@ def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = Non
     by = per_sample["by_class"]
     by_class = {c: train * by["train"].get(c, 0.0) + evaluated_all * by["eval"].get(c, 0.0)
                 for c in {*by["train"], *by["eval"]}}  # fmt: skip
+    kernels = per_sample.get("kernels", {})
+    train_steps = train / int(t["batch_size"])
+    batches = evaluated_all / eval_batch_size(t, run["model"].get("img_size"))
     return {
         "train_samples": train,
         "eval_samples": evaluated_all,
         "flops": train * per_sample["train"] + evaluated_all * per_sample["eval"],
         "by_class": by_class,
+        "steps": train_steps,
+        "kernels": train_steps * kernels.get("train", 0) + batches * kernels.get("eval", 0),
     }
 
 
@@ -152,9 +165,17 @@ def engine_run(plan, aid: str) -> dict:
 
 def hours(work: dict, run: dict, gpu: dict, mfu: float | None = None) -> float:
     """GPU-hours of ``work`` (``run_work``) at ``run``'s arithmetic on ``gpu``
-    (``peak_flops_per_s`` per arithmetic, ``mfu``)."""
+    (``peak_flops_per_s`` per arithmetic, ``mfu``), at least its kernels' launches
+    (``floor_hours``)."""
     mfu = float(gpu["mfu"]) if mfu is None else mfu
-    return seconds(work["by_class"], *of_run(run), gpu["peak_flops_per_s"], mfu) / 3600
+    flops = seconds(work["by_class"], *of_run(run), gpu["peak_flops_per_s"], mfu) / 3600
+    return max(flops, floor_hours(work, gpu))
+
+
+def floor_hours(work: dict, gpu: dict) -> float:
+    """The hours ``work``'s kernels take to launch on ``gpu`` (``launch_s`` each; none where
+    the GPU names no cost)."""
+    return float(work.get("kernels", 0)) * float(gpu.get("launch_s", 0.0)) / 3600
 
 
 class WorkTable:

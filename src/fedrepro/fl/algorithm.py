@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fedrepro.fl.local import eval_batch_size
+from fedrepro.fl.eval_batch import eval_batch_size
 from fedrepro.fl.tensors import take, weighted_sum
 
 

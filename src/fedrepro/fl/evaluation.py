@@ -7,8 +7,9 @@ import math
 import torch
 
 from fedrepro.fl.algorithm import Algorithm
+from fedrepro.fl.eval_batch import eval_batch_size
 from fedrepro.fl.groups import listed, split_shared
-from fedrepro.fl.local import eval_batch_size, predict
+from fedrepro.fl.local import predict
 from fedrepro.fl.sampling import seeded_generator
 from fedrepro.fl.tensors import put
 
