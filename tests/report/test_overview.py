@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.experiments.plan import paper_plan
-from fedrepro.report.overview import check_contents, make_overview, read_contents
+from fedrepro.report.overview import check_contents, make_overview, plot_scatter, read_contents
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENTS = REPO / "config" / "reported" / "contents.csv"
@@ -138,3 +138,14 @@ def test_report_first_page_includes_the_overview(inputs: dict) -> None:
     held = [SimpleNamespace(target="overview.html", path=page)]
     assert "How each paper reproduces" in _description(held)
     assert "How each paper reproduces" not in _description([])
+
+
+def test_the_scatters_title_fits_inside_the_figure():
+    """The one-line title ran past both edges of the saved figure (its words cut)."""
+    cells = pd.DataFrame({"paper": ["fedins"], "ours": [10.0], "paper_value": [80.0],
+                          "accuracy": [True]})  # fmt: skip
+    fig = plot_scatter(cells, "mini")
+    fig.canvas.draw()
+    title = fig.axes[0].title.get_window_extent()
+    box = fig.bbox
+    assert box.x0 <= title.x0 and title.x1 <= box.x1, (title, box)

@@ -156,7 +156,8 @@ def plot_scatter(cells: pd.DataFrame, scale: str) -> plt.Figure:
     ax.plot([0, 100], [0, 100], color="#555", lw=1, ls="--", label="ours = paper")
     ax.set(xlim=(0, 100), ylim=(0, 100), aspect="equal",
            xlabel="paper's value (%)", ylabel="our value (%)")  # fmt: skip
-    ax.set_title(f"Every accuracy cell with a paper value — {short_scale_note(scale)}",
+    # two lines: the scale's note alone is about as wide as the axes
+    ax.set_title(f"Every accuracy cell with a paper value\n{short_scale_note(scale)}",
                  fontsize=9)  # fmt: skip
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
