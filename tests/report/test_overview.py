@@ -149,3 +149,11 @@ def test_the_scatters_title_fits_inside_the_figure():
     title = fig.axes[0].title.get_window_extent()
     box = fig.bbox
     assert box.x0 <= title.x0 and title.x1 <= box.x1, (title, box)
+
+
+def test_a_paper_without_tables_of_its_own_has_no_row(inputs: dict) -> None:
+    """The shared baselines (no table or figure of a paper) showed a row of dashes."""
+    spec = inputs["spec"]
+    spec["papers"]["baselines"] = {"title": "baselines", "items": {}}
+    make_overview(spec, inputs["contents"], inputs["cost"], inputs["out"])
+    assert pd.read_csv(f"{inputs['out']}.csv")["paper"].tolist() == ["p"]

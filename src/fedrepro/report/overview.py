@@ -109,6 +109,8 @@ def summarise(spec: dict[str, Any], contents: pd.DataFrame, cost: dict[str, Any]
     rows, all_cells = [], []
     for paper, entry in spec["papers"].items():
         own = contents[contents["paper"] == paper]
+        if own.empty:  # no paper's tables of its own (the shared baselines): no row
+            continue
         results = own[own["result"]]
         built = results[results["items"].map(bool)]
         cells = [table_cells(paper, i, e["csv"], e.get("metric"))
