@@ -256,7 +256,8 @@ The scatter: `overview.png`.
 OVERVIEW_FRAGMENT = """\
 <div class="fro-overview">
 <style>
-.fro-overview table { border-collapse: collapse; font-size: .85rem; margin: .8rem 0; }
+.fro-overview .wide { max-width: 100%; overflow-x: auto; }
+.fro-overview table { border-collapse: collapse; font-size: .8rem; margin: .8rem 0; }
 .fro-overview th, .fro-overview td { border-bottom: 1px solid #ddd; padding: .3rem .5rem;
   text-align: center; }
 .fro-overview thead th { background: #f3f4f6; border-bottom: 2px solid #bbb; }
@@ -267,7 +268,7 @@ OVERVIEW_FRAGMENT = """\
 </style>
 <h2>How each paper reproduces</h2>
 <div class="{{ 'warn' if is_mini else 'meta' }}"><b>Scale: {{ scale }}.</b> {{ scale_note }}</div>
-<table>
+<div class="wide"><table>
 <thead><tr><th>paper</th><th>regenerated<br>(of its result tables and figures)</th>
 <th>accuracy cells with<br>a paper value</th><th>median |ours − paper|<br>(points)</th>
 <th>within {{ near }}<br>points</th><th>r</th><th>structural counts<br>as printed</th>
@@ -282,7 +283,7 @@ OVERVIEW_FRAGMENT = """\
 <td>{{ r.cost_text }}</td><td>{{ r.runs_text }}</td></tr>
 {% endfor %}
 </tbody>
-</table>
+</table></div>
 <p class="meta">In all: {{ totals.regenerated }} of {{ totals.results }} result tables and figures
 regenerated, {{ totals.cells }} accuracy cells beside a paper value; the paper scale would take
 {{ totals.gpu_hours }} GPU-hours ({{ cost_device }}; {{ cost_throughput }}).
