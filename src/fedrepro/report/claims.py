@@ -264,10 +264,30 @@ def structure_cells(manifest: dict[str, Any], metric: str, printed: bool = False
     return out.assign(item=manifest.get("item", ""))
 
 
+def payload_cells(manifest: dict[str, Any], printed: bool = False) -> pd.DataFrame:
+    """Cells of a ``payload`` item: one per row (``quantity``, ``variant``), its size in MiB
+    (``fedrepro.report.payload``: the unit the paper's "MB" agree with), ours from the
+    structure job or (``printed``) the paper's printed sizes. A ratio does not depend on the
+    unit."""
+    spec = manifest.get("spec", {})
+    if printed:
+        frame = pd.read_csv(spec["reported"], dtype=str, keep_default_na=False)
+        values = frame["value"].astype(float)
+    else:
+        frame = results.structure_frame(manifest["structure"]["file"])
+        values = frame["MiB"].astype(float)
+    return pd.DataFrame({
+        "quantity": frame["quantity"].astype(str), "variant": frame["variant"].astype(str),
+        "mean": values.to_numpy(), "std": math.nan, "n": 1, "item": manifest.get("item", ""),
+    })  # fmt: skip
+
+
 def our_cells(manifest: dict[str, Any], metric: str) -> pd.DataFrame:
     """Our cells of one item: every label but the seed, with mean/std over seeds."""
     if manifest.get("kind") == "parameters":
         return structure_cells(manifest, metric)
+    if manifest.get("kind") == "payload":
+        return payload_cells(manifest)
     runs = _runs(manifest, metric)
     labels = [c for c in runs.columns[: list(runs.columns).index("run_id")]]
     labels = [c for c in labels if c != results.SEED_LABEL]
@@ -516,6 +536,10 @@ def evaluate_claims(
             if metric and m.get("kind") == "parameters" and m.get("spec", {}).get("reported")
             for cells in [structure_cells({**m, "item": it}, metric, printed=True)]
             if not cells.empty
+        ] + [
+            payload_cells({**m, "item": it}, printed=True)
+            for it, m in manifests.items()
+            if m.get("kind") == "payload" and m.get("spec", {}).get("reported")
         ]
         if not printed:
             return paper
