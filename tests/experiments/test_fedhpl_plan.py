@@ -245,3 +245,23 @@ def test_table12_runs_the_self_supervised_schedule_its_numbers_come_from(paper_p
         assert r["labels"]["pretraining"] in columns
         base = 10 if r["labels"]["dataset"] == "CIFAR-10" else 15
         assert paper_plan.runs[r["id"]]["train"]["rounds"] == 2 * base
+
+
+def test_figs_7_9_other_reading_runs_from_the_command_line():
+    """Issue 53, point 3: the other reading of "their original partitioning" (one federation
+    per class count, every client holding k classes) is a ``set`` override on the Own
+    protocol runs, no edit: their partitions give every client k classes, the other runs
+    keep theirs."""
+    cfg = {**MINI, "papers": ["fedhpl"]}
+    base = build_plan(cfg, REPO)
+    entry = {"where": {"paper": "fedhpl", "partition": "Own protocol"},
+             "set": {"partition": {"k": 4}}}  # fmt: skip
+    other = build_plan({**cfg, "set": [entry]}, REPO)
+    own = [r["partition"]["k"] for r in other.runs.values()
+           if r["partition"].get("scheme") == "label_quantity"]  # fmt: skip
+    assert own and all(k == 4 for k in own)
+    changed = set(base.runs) ^ set(other.runs)
+    assert changed and all(
+        (base.runs.get(r) or other.runs[r])["partition"].get("scheme") == "label_quantity"
+        for r in changed
+    )
