@@ -45,8 +45,21 @@ def unit(op_class: str, precision: str, tf32: str) -> str:
     return "tf32" if tf32 == "all" or (tf32 == "conv" and op_class == "conv") else "fp32"
 
 
-def seconds(flops: dict[str, float], precision: str, tf32: str, peaks: dict, mfu: float) -> float:
+def share(mfu: float | dict, op_class: str, arithmetic: str) -> float:
+    """The share of its peak an operation of ``op_class`` attains at ``arithmetic``: ``mfu``
+    itself where it is one number, else ``mfu[op_class][arithmetic]`` (the scale's
+    ``resources.gpu.mfu``: a convnet's FLOPs are its convolutions, a transformer's its
+    matmuls, so the class stands for the kind of network)."""
+    if isinstance(mfu, dict):
+        return float(mfu[op_class][arithmetic])
+    return float(mfu)
+
+
+def seconds(flops: dict[str, float], precision: str, tf32: str, peaks: dict, mfu) -> float:
     """Time of ``flops`` (FLOPs by class of operation) on a device of ``peaks`` (dense FLOP/s
-    per arithmetic: fp32, tf32, bf16) at ``mfu`` of each peak."""
-    return sum(float(n) / (float(peaks[unit(c, precision, tf32)]) * mfu)
-               for c, n in flops.items())  # fmt: skip
+    per arithmetic: fp32, tf32, bf16), each class at its ``share`` of its arithmetic's peak."""
+    total = 0.0
+    for c, n in flops.items():
+        arithmetic = unit(c, precision, tf32)
+        total += float(n) / (float(peaks[arithmetic]) * share(mfu, c, arithmetic))
+    return total

@@ -15,12 +15,14 @@ runtime (``fedrepro.bench.work``).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from fedrepro.arithmetic import CLASSES, DEFAULT_TF32, seconds, unit
 from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.work import (
     counts_key,
@@ -118,31 +120,40 @@ def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
 
 
 def measured_rate(results: list[dict]) -> dict | None:
-    """The model FLOP/s of the slowest paper-shape workload that ran on a GPU, if any, and
-    the arithmetic it ran at."""
+    """The model FLOP/s of the slowest paper-shape workload that ran on a GPU, if any, the
+    arithmetic it ran at and the class of operation most of its FLOPs are (its kind of
+    network)."""
     gpu = [r for r in results if "skipped" not in r and r["machine"].get("gpu")]
     if not gpu:
         return None
     slowest = min(gpu, key=lambda r: r["model_flops_per_s"])
+    train = slowest["flops_per_sample"]["by_class"]["train"]
     return {"device": slowest["machine"]["gpu"], "flops_per_s": slowest["model_flops_per_s"],
-            "precision": slowest.get("precision", "fp32")}  # fmt: skip
+            "precision": slowest.get("precision", "fp32"),
+            "op_class": max(train, key=train.get)}  # fmt: skip
 
 
 def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None, memo: dict | None = None):
     """GPU-hours per paper and in total, each run at its arithmetic (``train.precision``,
     ``train.tf32``) on the paper scale's ``resources.gpu``, beside the same FLOPs all in bf16
     (the one rate the cost assumed before); ``measured`` = {"device", "flops_per_s",
-    "precision"} from a GPU: its share of that arithmetic's peak stands for the MFU."""
+    "precision", "op_class"} from a GPU: its share of that arithmetic's peak stands for its
+    class of operation's there, the other shares stay the GPU's assumed ``mfu``."""
     plan = paper_plan(repo, cost_cfg.get("papers"))
     sizes = known_sizes(cost_cfg["split_sizes"])
     gpu = plan.scale_cfg["resources"]["gpu"]
     peaks = gpu["peak_flops_per_s"]
-    mfu, device = float(gpu["mfu"]), gpu["device"]
-    how = f"assumed: {mfu:.0%} MFU of each dense peak"
-    if measured:
-        mfu = measured["flops_per_s"] / float(peaks[measured["precision"]])
+    mfu, device = copy.deepcopy(gpu["mfu"]), gpu["device"]
+    how = f"assumed: {_shares(mfu)} of each dense peak"
+    if measured:  # the workload's class of operation at its arithmetic; the rest assumed
+        op_class, precision = measured["op_class"], measured["precision"]
+        arithmetic = unit(op_class, precision, DEFAULT_TF32)
+        rate = measured["flops_per_s"] / float(peaks[arithmetic])
+        mfu = {c: dict(v) for c, v in mfu.items()} if isinstance(mfu, dict) else _every(mfu)
+        mfu[op_class][arithmetic] = rate
         device = measured["device"]
-        how = f"measured: {mfu:.0%} of the {measured['precision']} peak, at each arithmetic"
+        how = (f"measured: {rate:.0%} of the {arithmetic} peak for {op_class}s; "
+               f"the rest assumed: {_shares(mfu)}")  # fmt: skip
     memo = {} if memo is None else memo
     papers: dict[str, dict] = {}
     hours: dict[str, float] = {}
@@ -156,7 +167,7 @@ def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None, memo: dic
         p[counted] = p.get(counted, 0) + 1
         p["flops"] += f["flops"]
         p["gpu_hours"] += hours[key]
-        p["bf16_gpu_hours"] += f["flops"] / (float(peaks["bf16"]) * mfu) / 3600
+        p["bf16_gpu_hours"] += seconds(f["by_class"], "bf16", DEFAULT_TF32, peaks, mfu) / 3600
         m = run["model"]
         label = f"{m['backbone']} {m.get('tuning', 'full')} @{m.get('img_size')}"
         p["by_model"][label] = p["by_model"].get(label, 0.0) + hours[key]
@@ -186,6 +197,18 @@ def estimate(repo: Path, cost_cfg: dict, measured: dict | None = None, memo: dic
         "papers_in_plan": sorted(papers),
         "within_goal": total <= float(cost_cfg["goal_hours"]) and math.isfinite(total),
     }
+
+
+def _every(mfu: float) -> dict:
+    """One share for every class of operation and arithmetic, as a table."""
+    return {c: dict.fromkeys(("fp32", "tf32", "bf16"), float(mfu)) for c in CLASSES}
+
+
+def _shares(mfu: float | dict) -> str:
+    """The shares of each peak, as the cost page says them."""
+    table = mfu if isinstance(mfu, dict) else _every(mfu)
+    return "; ".join(f"{c} " + ", ".join(f"{a} {v:.0%}" for a, v in table[c].items())
+                     for c in table)  # fmt: skip
 
 
 def committed_memo(table: Path) -> dict:

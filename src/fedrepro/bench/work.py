@@ -163,11 +163,12 @@ def engine_run(plan, aid: str) -> dict:
     return adapt_method(entry["adapt"]).run_config(plan.runs[entry["run"]], entry["adapt"])
 
 
-def hours(work: dict, run: dict, gpu: dict, mfu: float | None = None) -> float:
+def hours(work: dict, run: dict, gpu: dict, mfu: float | dict | None = None) -> float:
     """GPU-hours of ``work`` (``run_work``) at ``run``'s arithmetic on ``gpu``
-    (``peak_flops_per_s`` per arithmetic, ``mfu``), at least its kernels' launches
+    (``peak_flops_per_s`` per arithmetic; ``mfu``, or the GPU's, per class of operation and
+    arithmetic: ``fedrepro.arithmetic.share``), at least its kernels' launches
     (``floor_hours``)."""
-    mfu = float(gpu["mfu"]) if mfu is None else mfu
+    mfu = gpu["mfu"] if mfu is None else mfu
     flops = seconds(work["by_class"], *of_run(run), gpu["peak_flops_per_s"], mfu) / 3600
     return max(flops, floor_hours(work, gpu))
 
