@@ -70,7 +70,12 @@ def test_the_longest_job_is_held_against_the_partitions_limit(plan, table, tmp_p
     longest = mine["longest"]
     assert longest["limit_min"] == 60 and longest["over_limit"] == (longest["runtime_min"] > 60)
     assert mine["over_limit_jobs"] >= int(longest["over_limit"])
-    assert target_cost(plan, table, ["fedins_table1"], PROFILE)["longest"]["limit_min"] is None
+    # each job longer than the limit takes an attempt per limit's worth, each asking the limit
+    assert longest["attempts"] == -(-longest["runtime_min"] // 60)
+    assert target_cost(plan, table, ["fedins_table1"], PROFILE)["longest"]["limit_min"] == 2880
+    unlimited = tmp_path / "unlimited.yaml"
+    unlimited.write_text(yaml.safe_dump({"partitions": {"gpu": {"max_gpu": 1}}}))
+    assert target_cost(plan, table, ["fedins_table1"], unlimited)["longest"]["limit_min"] is None
 
 
 def test_downloads_and_weights_are_the_targets_own(plan, table):

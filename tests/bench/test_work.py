@@ -5,9 +5,11 @@ config/flops/paper.json in place of what needs torch."""
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fedrepro.bench import cost
 from fedrepro.bench.cost import partition_counts, run_flops
@@ -18,7 +20,10 @@ from fedrepro.bench.work import (
     flops_key,
     hours,
     job_resources,
+    job_retries,
     known_sizes,
+    partition_limit,
+    resumptions,
     run_work,
 )
 from fedrepro.experiments.config import load_yaml
@@ -85,8 +90,8 @@ def test_a_measured_rate_replaces_its_own_class_and_arithmetic_only():
     vit = {"machine": {"gpu": "X"}, "model_flops_per_s": 1e14, "precision": "bf16",
            "flops_per_sample": {"by_class": {"train": {"conv": 1e8, "matmul": 3e10}}}}  # fmt: skip
     cpu = {**vit, "machine": {}, "model_flops_per_s": 1e9}
-    assert cost.measured_rate([vit, cpu]) == {"device": "X", "flops_per_s": 1e14,
-                                              "precision": "bf16", "op_class": "matmul"}  # fmt: skip
+    want = {"device": "X", "flops_per_s": 1e14, "precision": "bf16", "op_class": "matmul"}
+    assert cost.measured_rate([vit, cpu]) == want
 
 
 def test_run_flops_split_by_class_add_up_to_the_total(tmp_path):
@@ -185,6 +190,48 @@ def test_a_jobs_runtime_is_its_work_on_the_gpu_times_a_margin_and_grows_with_it(
     assert job_resources(plan, table, "train", small)["runtime"] == 30  # the floor
     aid = next(iter(plan.adapt_jobs))
     assert job_resources(plan, table, "adapt", aid)["runtime"] >= 30
+
+
+def test_a_job_longer_than_its_partitions_limit_asks_the_limit_on_each_resumption(plan, table):
+    """pFedPG's SVHN jobs asked 57 h on a partition of 48: pending forever or refused. Under
+    a limit, a job needing 3.x limits asks the limit with its planned memory on each of its
+    4 attempts (each resumes from the last checkpoint), a retry after those doubles the
+    memory and still asks the limit; a job within the limit is as before, its retry's
+    doubled time at most the limit; the rule allows the most resumptions less one, plus one
+    for a failure."""
+    rid = max(plan.train_jobs, key=lambda j: job_resources(plan, table, "train", j)["runtime"])
+    need = job_resources(plan, table, "train", rid)
+    limit = math.ceil(need["runtime"] / 3.5)
+    attempts = [job_resources(plan, table, "train", rid, a, limit) for a in range(1, 6)]
+    assert resumptions(need["runtime"], limit) == 4
+    assert [a["runtime"] for a in attempts] == [limit] * 5
+    assert [a["mem_mb"] for a in attempts] == [need["mem_mb"]] * 4 + [2 * need["mem_mb"]]
+    small = min(plan.train_jobs, key=lambda j: job_resources(plan, table, "train", j)["runtime"])
+    within = job_resources(plan, table, "train", small, 1, limit)
+    assert within == job_resources(plan, table, "train", small)
+    again = job_resources(plan, table, "train", small, 2, within["runtime"] + 1)
+    assert again == {"mem_mb": 2 * within["mem_mb"], "runtime": within["runtime"] + 1}
+    most = max(resumptions(job_resources(plan, table, "train", j)["runtime"], limit)
+               for j in plan.train_jobs)  # fmt: skip
+    assert job_retries(plan, table, "train", limit, 1) == most - 1 + 1 == 4
+    assert job_retries(plan, table, "train", None, 1) is None
+    assert job_retries(plan, table, "train", 10**9, 1) is None  # none needs resuming
+
+
+def test_the_limit_is_the_longest_of_the_partitions_that_fit_the_job(tmp_path):
+    """A job with GPUs goes to a partition with enough of them, one without to one without
+    (the executor plugin's choice): its limit is the longest such partition's; none where
+    one of them is unlimited or no file is there."""
+    path = tmp_path / "partitions.yaml"
+    parts = {"cpu": {"max_gpu": 0, "max_runtime": 30}, "gpu": {"max_gpu": 1, "max_runtime": 60},
+             "big": {"max_gpu": 4, "max_runtime": 120}}  # fmt: skip
+    path.write_text(yaml.safe_dump({"partitions": parts}))
+    assert [partition_limit(path, g) for g in (0, 1, 2, 8)] == [30, 120, 120, None]
+    parts["cpu"].pop("max_runtime")
+    path.write_text(yaml.safe_dump({"partitions": parts}))
+    assert partition_limit(path, 0) is None and partition_limit(tmp_path / "none.yaml", 1) is None
+    shipped = REPO / "profiles/slurm/partitions.yaml"
+    assert partition_limit(shipped, 1) == 2880 and partition_limit(shipped, 0) is None
 
 
 def test_a_fedmd_run_is_priced_with_the_work_on_its_public_set(plan, table):

@@ -268,11 +268,18 @@ def test_a_cancelled_training_job_resumes_to_the_files_of_an_uninterrupted_run(s
     record = json.loads((slurm / "runs" / f"{batch}.json").read_text())
     assert [r["kept"] for r in record["runs"]] == [True, False]  # its finished seed was kept
     assert "resumed from round" in (slurm / "logs" / "train" / f"{batch}.log").read_text()
-    # the same job uninterrupted, locally at the same thread count, on the same inputs
-    local = wf / "local" / "mini"
+    _same_as_an_uninterrupted_local_run(wf, batch, record)
+
+
+def _same_as_an_uninterrupted_local_run(wf: Path, batch: str, record: dict, *config: str):
+    """The training job ``batch`` run again locally, uninterrupted, at the same thread count
+    on the same inputs (``config``: the Slurm run's config files): every run's files the
+    same, timings aside."""
+    slurm, local = wf / "results" / "mini", wf / "local" / "mini"
     for part in ("data", "partitions"):
         shutil.copytree(slurm / part, local / part)
-    res = snakemake("--cores", "1", "--config", f"results={wf / 'local'}", "--",
+    files = ["--configfile", *config] if config else []
+    res = snakemake("--cores", "1", *files, "--config", f"results={wf / 'local'}", "--",
                     str(local / "runs" / f"{batch}.json"), cwd=wf)  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     for run in (r["run"] for r in record["runs"]):
@@ -294,3 +301,47 @@ def test_a_job_over_its_memory_is_retried_with_double_and_finishes(slurm_run):
     assert [_megabytes(j["MinMemoryNode"]) for j in jobs] == [600, 1200]
     first = Path(jobs[0]["StdOut"]).read_text()
     assert "exceeded memory limit" in first, first[-2000:]
+
+
+# A training job longer than its partition's limit: FedPCE's mini runs at twice their rounds
+# (about 70 s each, two seeds a job) on a `cpu` partition of 1 minute, each member planned at
+# 3 minutes: the job asks 1 minute on each of 6 attempts and the rule allows 6 retries
+LIMITED = {
+    "scales": {"mini": {"resources": {"train": {"mem_mb": 2000, "min_minutes": 3}}}},
+    "set": [{"where": {"paper": "fedpce"}, "set": {"train": {"rounds": 20}}}],
+}
+
+
+def test_a_job_longer_than_its_partitions_limit_finishes_through_resumptions(
+    cluster, tmp_path_factory
+):
+    """On a partition whose max_runtime is 1 minute, a training job that needs several asks
+    1 minute on each attempt; Slurm ends each at its limit (TIMEOUT), the next resumes from
+    the last checkpoint, and the last completes: its runs' files are those of the same job
+    run locally without a limit."""
+    wf = copy_workflow(tmp_path_factory.mktemp("limited"))
+    profile = _user_profile(wf)
+    path = profile / "partitions.yaml"
+    partitions = yaml.safe_load(path.read_text())
+    partitions["partitions"]["cpu"]["max_runtime"] = 1
+    path.write_text(yaml.safe_dump(partitions))
+    (wf / "limited.yaml").write_text(yaml.safe_dump(LIMITED))
+    config = ("--configfile", "limited.yaml")
+    dry = snakemake("-n", "--profile", str(profile), *config, "--", TARGET, cwd=wf)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    batch = min(k.removeprefix("rule_train_wildcards_") for k, job in _planned(dry.stdout).items()
+                if job["rule"] == "train")  # fmt: skip
+    target = f"results/mini/runs/{batch}.json"
+    t0 = time.monotonic()
+    res = snakemake("--profile", str(profile), *config, "--", target, cwd=wf, timeout=1500)
+    print(f"Slurm run under a 1-minute limit: {time.monotonic() - t0:.0f} s")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    jobs = [j for j in _slurm_jobs(wf) if j["Comment"] == f"rule_train_wildcards_{batch}"]
+    states = [j["JobState"] for j in jobs]
+    assert len(states) >= 2 and set(states[:-1]) == {"TIMEOUT"} and states[-1] == "COMPLETED"
+    assert {_minutes(j["TimeLimit"]) for j in jobs} == {1}
+    assert {_megabytes(j["MinMemoryNode"]) for j in jobs} == {2000}  # a timeout is no OOM
+    log = (wf / "results" / "mini" / "logs" / "train" / f"{batch}.log").read_text()
+    assert "resumed from round" in log
+    record = json.loads((wf / "results" / "mini" / "runs" / f"{batch}.json").read_text())
+    _same_as_an_uninterrupted_local_run(wf, batch, record, "limited.yaml")

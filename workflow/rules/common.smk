@@ -6,7 +6,13 @@ from types import SimpleNamespace
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
 from fedrepro.bench.gpu_check_plan import CHECK, DISCIPLINE, checked
-from fedrepro.bench.work import WorkTable, job_resources, known_sizes
+from fedrepro.bench.work import (
+    WorkTable,
+    job_resources,
+    job_retries,
+    known_sizes,
+    partition_limit,
+)
 from fedrepro.data.sources.registry import DATASETS, raw_sources
 from fedrepro.experiments.config import SCHEMA_DIR, ConfigError
 from fedrepro.experiments.items import ITEM_KINDS
@@ -81,12 +87,25 @@ WORK = WorkTable(
 )
 
 
+# the time limit of the Slurm partitions a training or adaptation job goes to (config
+# `partitions`), and the retries it allows to finish through resumptions under it, plus one
+# for a failure (profiles/slurm's `retries: 1`; the command line's is not known while the
+# workflow parses); None: the command line's
+LIMIT = partition_limit(
+    Path(workflow.basedir) / config["partitions"], int(config["gpus_per_train"])
+)
+RETRIES = {stage: job_retries(PLAN, WORK, stage, LIMIT, 1) for stage in ("train", "adapt")}
+
+
 def resources(stage, key=None):
     """`mem_mb` and `runtime` of a job, from the plan (a training or adaptation job's runtime:
-    its work on the scale's GPU, fedrepro.bench.work), scaled by the Slurm attempt."""
+    its work on the scale's GPU, fedrepro.bench.work), scaled by the Slurm attempt; under the
+    partitions' limit, a longer job asks the limit on each attempt it resumes."""
 
     def get(name):
-        return lambda wc, attempt: job_resources(PLAN, WORK, stage, key and wc[key], attempt)[name]
+        return lambda wc, attempt: job_resources(
+            PLAN, WORK, stage, key and wc[key], attempt, LIMIT
+        )[name]
 
     return {"mem_mb": get("mem_mb"), "runtime": get("runtime")}
 

@@ -15,6 +15,7 @@ rule train:
         f"{R}/logs/train/{{batch}}.log",
     benchmark:
         f"{R}/benchmarks/train/{{batch}}.tsv"
+    retries: RETRIES["train"]
     conda:
         ENV
     threads: config["threads"]
@@ -45,6 +46,7 @@ rule adapt:
         f"{R}/logs/adapt/{{adapt}}.log",
     benchmark:
         f"{R}/benchmarks/adapt/{{adapt}}.tsv"
+    retries: RETRIES["adapt"]
     conda:
         ENV
     threads: config["threads"]

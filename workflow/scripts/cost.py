@@ -33,7 +33,7 @@ try:
         REPO / "config" / "flops" / f"{config['scale']}.json",
         known_sizes(config["bench"]["cost"]["split_sizes"]),
     )
-    cost = target_cost(plan, table, a.targets, a.profile)
+    cost = target_cost(plan, table, a.targets, a.profile, int(config["gpus_per_train"]))
 except (ConfigError, ValueError) as err:
     raise SystemExit(f"cost: {err}") from None
 out = a.out or Path(config["results"]) / "cost" / "-".join(a.targets)

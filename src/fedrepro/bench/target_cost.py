@@ -15,9 +15,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from fedrepro.bench.work import WorkTable, engine_run, floor_hours, hours, job_resources
+from fedrepro.bench.work import (
+    WorkTable,
+    engine_run,
+    floor_hours,
+    hours,
+    job_resources,
+    partition_limit,
+    resumptions,
+)
 from fedrepro.data.sources.registry import get_dataset, raw_sources
-from fedrepro.experiments.config import ConfigError, load_yaml
+from fedrepro.experiments.config import ConfigError
 from fedrepro.experiments.plan import Plan, public_dataset, shift_dataset
 
 # the arithmetic a cost is given at beside the runs' own: (label, train keys over the run's)
@@ -70,8 +78,10 @@ def _with_train(run: dict, over: dict) -> dict:
     return {**run, "train": {**run["train"], **over}}
 
 
-def job_cost(plan: Plan, table: WorkTable, stage: str, job: str) -> dict:
-    """One job's GPU-hours (at its arithmetic, and at each lever's) and its Slurm request."""
+def job_cost(plan: Plan, table: WorkTable, stage: str, job: str, limit: int | None = None):
+    """One job's GPU-hours (at its arithmetic, and at each lever's), the time it needs and
+    its Slurm request under the partition ``limit``: the attempts it takes, each resuming
+    from the last checkpoint (``fedrepro.bench.work.job_resources``)."""
     gpu = plan.scale_cfg["resources"]["gpu"]
     members = _members(plan, stage, job)
     works = [table.work(run) for run in members]
@@ -82,9 +92,12 @@ def job_cost(plan: Plan, table: WorkTable, stage: str, job: str) -> dict:
         )
     # at the floor: its kernels' launches take longer than its FLOPs (fedrepro.bench.work.hours)
     floor = sum(floor_hours(w, gpu) for w in works)
-    request = job_resources(plan, table, stage, job)
+    need = job_resources(plan, table, stage, job)
+    request = job_resources(plan, table, stage, job, limit=limit)
+    attempts = resumptions(need["runtime"], limit)
     return {**cost, "floor_bound": floor >= cost["gpu_hours"] > 0,
-            "runtime_min": request["runtime"], "mem_mb": request["mem_mb"]}  # fmt: skip
+            "runtime_min": need["runtime"], "request_min": request["runtime"],
+            "attempts": attempts, "mem_mb": request["mem_mb"]}  # fmt: skip
 
 
 def downloads(plan: Plan, runs: list[dict]) -> list[dict]:
@@ -112,30 +125,24 @@ def downloads(plan: Plan, runs: list[dict]) -> list[dict]:
     return rows
 
 
-def partition_limit(profile: Path) -> int | None:
-    """The longest ``max_runtime`` (minutes) of the Slurm profile's GPU partitions; None
-    where none sets one."""
-    if not Path(profile).is_file():
-        return None
-    parts = (load_yaml(Path(profile)).get("partitions") or {}).values()
-    limits = [int(p["max_runtime"]) for p in parts if p.get("max_gpu") and p.get("max_runtime")]
-    return max(limits) if limits else None
-
-
-def target_cost(plan: Plan, table: WorkTable, targets: list[str], profile: Path) -> dict:
+def target_cost(
+    plan: Plan, table: WorkTable, targets: list[str], profile: Path, gpus: int = 1
+) -> dict:
     """The cost of ``targets``: totals (each job once), per paper, per item (a job shared by
-    items counts in each), the longest job against the partition limit, downloads and
+    items counts in each), the longest job against the limit of the partitions that fit a
+    job of ``gpus`` GPUs (``profile``, the Slurm profile's partitions file), downloads and
     weights."""
     items = target_items(plan, targets)
     needed = _jobs(plan, items)
-    costs = {job: job_cost(plan, table, *job) for jobs in needed.values() for job in jobs}
+    limit = partition_limit(profile, gpus)
+    costs = {job: job_cost(plan, table, *job, limit) for jobs in needed.values() for job in jobs}
     levers = ["gpu_hours", *(label for label, _ in LEVERS)]
 
     def total(jobs) -> dict:
         return {
             "jobs": len(jobs),
             **{k: sum(costs[j][k] for j in jobs) for k in levers},
-            "request_hours": sum(costs[j]["runtime_min"] for j in jobs) / 60,
+            "request_hours": sum(costs[j]["request_min"] * costs[j]["attempts"] for j in jobs) / 60,
             "floor_jobs": sum(1 for j in jobs if costs[j]["floor_bound"]),
         }
 
@@ -143,7 +150,6 @@ def target_cost(plan: Plan, table: WorkTable, targets: list[str], profile: Path)
     for key, jobs in needed.items():
         per_paper.setdefault(key.split("/")[0], {}).update(jobs)
     longest = max(costs, key=lambda j: costs[j]["runtime_min"]) if costs else None
-    limit = partition_limit(profile)
     runs = [plan.runs[r] for stage, job in costs if stage == "train" for r in plan.train_jobs[job]]
     fetched = sorted({run["model"]["backbone"] for run in runs} & {
         name for name, b in plan.backbones.items() if b["mode"] == "fetch"
@@ -163,10 +169,9 @@ def target_cost(plan: Plan, table: WorkTable, targets: list[str], profile: Path)
             "runtime_min": costs[longest]["runtime_min"],
             "limit_min": limit,
             "over_limit": limit is not None and costs[longest]["runtime_min"] > limit,
+            "attempts": costs[longest]["attempts"],
         },  # fmt: skip
-        "over_limit_jobs": 0
-        if limit is None
-        else sum(1 for c in costs.values() if c["runtime_min"] > limit),  # fmt: skip
+        "over_limit_jobs": sum(1 for c in costs.values() if c["attempts"] > 1),
         "downloads": downloads(plan, runs),
         "weights": fetched,
     }
@@ -210,10 +215,12 @@ def render(cost: dict) -> str:
         against = "no partition limit set"
         if limit:
             against = (
-                f"the GPU partitions' limit {limit} min: {cost['over_limit_jobs']} jobs over it"
+                f"the partitions' limit {limit:,} min: {longest['attempts']} attempts of "
+                f"{min(limit, longest['runtime_min']):,} min, each resuming from the last "
+                f"checkpoint; {cost['over_limit_jobs']} jobs longer than the limit"
             )
         lines += [f"Longest job: {longest['stage']} {longest['job']}, "
-                  f"{longest['runtime_min']:,} min requested ({against}).", ""]  # fmt: skip
+                  f"{longest['runtime_min']:,} min needed ({against}).", ""]  # fmt: skip
     lines += ["| data | files | to download | stage by hand |", "|---|---:|---:|---|"]
     for d in cost["downloads"]:
         size = f"{d['download_bytes'] / 2**30:,.2f} GiB" + (" +?" if d["unsized"] else "")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
+from fedrepro.experiments.config import load_yaml
 from fedrepro.fl.eval_batch import eval_batch_size
 from fedrepro.fl.public import public_dataset, public_samples
 from fedrepro.tta import adapt_method
@@ -218,19 +219,65 @@ class WorkTable:
         return run_work(run, self.per_sample(run), self.counts_of(run), self.sizes)
 
 
-def job_resources(plan, table: WorkTable | None, stage: str, key: str | None, attempt: int = 1):
+def job_resources(
+    plan, table: WorkTable | None, stage: str, key: str | None, attempt: int = 1,
+    limit: int | None = None,
+) -> dict:  # fmt: skip
     """``mem_mb`` and ``runtime`` (minutes) of a job at ``attempt``: the plan's
     (``Plan.resources``), and for a training or adaptation job where the scale names a
     ``resources.gpu``, the time its members' work takes there times ``margin``, at least the
-    plan's (``min_minutes`` a member); a retry multiplies both by the attempt."""
-    base = plan.resources(stage, key, attempt)
+    plan's (``min_minutes`` a member). A retry multiplies both by the attempt; under a
+    partition's ``limit`` (minutes) a training or adaptation job needing longer asks the
+    limit and its memory on each of its ``resumptions``, every attempt resuming from its
+    last checkpoint, and a retry after those grows as before, its time at most the limit
+    (as every other job's)."""
+    if stage not in ("train", "adapt"):  # short: their time at most the limit
+        other = plan.resources(stage, key, attempt)
+        return other if limit is None else {**other, "runtime": min(other["runtime"], limit)}
+    base = plan.resources(stage, key)
+    need = base["runtime"]
     gpu = plan.scale_cfg.get("resources", {}).get("gpu")
-    if stage not in ("train", "adapt") or gpu is None or table is None:
-        return base
-    if stage == "train":
-        members = [plan.runs[r] for r in plan.train_jobs[key]]
-    else:
-        members = [engine_run(plan, a) for a in plan.adapt_jobs[key]]
-    h = sum(hours(table.work(run), run, gpu) for run in members)
-    minutes = max(base["runtime"] / attempt, 60.0 * h * float(gpu["margin"]))
-    return {**base, "runtime": math.ceil(minutes) * attempt}
+    if gpu is not None and table is not None:
+        if stage == "train":
+            members = [plan.runs[r] for r in plan.train_jobs[key]]
+        else:
+            members = [engine_run(plan, a) for a in plan.adapt_jobs[key]]
+        h = sum(hours(table.work(run), run, gpu) for run in members)
+        need = math.ceil(max(need, 60.0 * h * float(gpu["margin"])))
+    grow = max(1, attempt - resumptions(need, limit) + 1)
+    runtime = need * grow if limit is None else min(need * grow, int(limit))
+    return {"mem_mb": base["mem_mb"] * grow, "runtime": runtime}
+
+
+def resumptions(need: float, limit: int | None) -> int:
+    """The attempts a job of ``need`` minutes takes under a partition ``limit``: one per
+    limit's worth (each resumes from the last checkpoint its predecessor wrote; ``margin``
+    covers the set-up and the round each repeats); one without a limit."""
+    return 1 if not limit else max(1, math.ceil(float(need) / int(limit)))
+
+
+def job_retries(plan, table: WorkTable | None, stage: str, limit: int | None, retries: int):
+    """The retries a rule of ``stage`` allows: None (the command line's ``retries``) where
+    no job of it needs more than one attempt under ``limit``, else the most
+    ``resumptions`` less one, plus ``retries`` (a failure's)."""
+    if not limit or stage not in ("train", "adapt"):
+        return None
+    keys = plan.train_jobs if stage == "train" else plan.adapt_jobs
+    most = max((resumptions(job_resources(plan, table, stage, k)["runtime"], limit)
+                for k in keys), default=1)  # fmt: skip
+    return None if most == 1 else most - 1 + int(retries)
+
+
+def partition_limit(partitions: Path | None, gpus: int) -> int | None:
+    """The longest ``max_runtime`` (minutes) of the partitions in the Slurm profile's file
+    ``partitions`` that fit a job of ``gpus`` GPUs (``max_gpu`` at least that; a job without
+    GPUs goes to one without, as the executor plugin sends it); None where one of them sets
+    none, or there is no such file."""
+    if partitions is None or not Path(partitions).is_file():
+        return None
+    parts = (load_yaml(Path(partitions)).get("partitions") or {}).values()
+    fit = [p for p in parts if (int(p.get("max_gpu", 0)) >= gpus if gpus else
+                                not int(p.get("max_gpu", 0)))]  # fmt: skip
+    if not fit or any(not p.get("max_runtime") for p in fit):
+        return None
+    return max(int(p["max_runtime"]) for p in fit)
