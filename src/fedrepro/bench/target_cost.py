@@ -214,10 +214,13 @@ def render(cost: dict) -> str:
         limit = longest["limit_min"]
         against = "no partition limit set"
         if limit:
+            how = "within it"
+            if longest["attempts"] > 1:
+                how = (f"{longest['attempts']} attempts of {limit:,} min, each resuming from "
+                       "the last checkpoint")  # fmt: skip
             against = (
-                f"the partitions' limit {limit:,} min: {longest['attempts']} attempts of "
-                f"{min(limit, longest['runtime_min']):,} min, each resuming from the last "
-                f"checkpoint; {cost['over_limit_jobs']} jobs longer than the limit"
+                f"the partitions' limit {limit:,} min: {how}; "
+                f"{cost['over_limit_jobs']} jobs longer than the limit"
             )
         lines += [f"Longest job: {longest['stage']} {longest['job']}, "
                   f"{longest['runtime_min']:,} min needed ({against}).", ""]  # fmt: skip
