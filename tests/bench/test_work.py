@@ -15,6 +15,7 @@ from fedrepro.bench import cost
 from fedrepro.bench.cost import partition_counts, run_flops
 from fedrepro.bench.work import (
     WorkTable,
+    _inputs_key,
     counts_key,
     engine_run,
     flops_key,
@@ -22,6 +23,8 @@ from fedrepro.bench.work import (
     job_resources,
     job_retries,
     known_sizes,
+    modelled_minutes,
+    pack_small_jobs,
     partition_limit,
     resumptions,
     run_work,
@@ -322,3 +325,41 @@ def test_the_kernels_of_a_step_are_counted_without_views_and_allocations():
     work = run_work(run, per, counts)
     assert work["steps"] == 2 * 640 / 32
     assert work["kernels"] == 40 * 50 + 2 * 100 / 1024 * 20
+
+
+def test_small_training_jobs_are_packed_into_shared_allocations(table):
+    """1,885 jobs asked a GPU for 30 minutes each for minutes of work. With resources.pack,
+    a job modelled under its least request joins others reading the same inputs, up to the
+    pack's runs and minutes: every run is still trained once, in one job, under its own id;
+    a pack's runs share their inputs and asks its least runtime once; adaptations follow
+    their runs; the jobs a pack takes in are gone; a big job stays alone; the same plan
+    packs alike twice."""
+    plan, alone = paper_plan(REPO), paper_plan(REPO)
+    pack = plan.scale_cfg["resources"]["pack"]
+    before = {j: list(m) for j, m in plan.train_jobs.items()}
+    small = {j for j in before if modelled_minutes(plan, table, "train", j) < 30 * len(before[j])}
+    pack_small_jobs(plan, table)
+    assert plan.packs and sorted(plan.runs) == sorted(
+        r for m in plan.train_jobs.values() for r in m
+    )
+    for job, runs in plan.train_jobs.items():
+        assert all(plan.job_of[r] == job for r in runs)
+        if job not in plan.packs:
+            assert before[job] == runs
+            continue
+        assert 1 < len(runs) <= pack["runs"]
+        assert len({_inputs_key(plan.runs[r]) for r in runs}) == 1
+        assert {before_job for before_job, m in before.items() if set(m) <= set(runs)} <= small
+        assert modelled_minutes(plan, table, "train", job) <= pack["minutes"]
+        assert job_resources(plan, table, "train", job)["runtime"] >= 30
+    assert len(plan.train_jobs) < len(before)
+    for aid, job in plan.adapt_job_of.items():
+        assert aid in plan.adapt_jobs[job]
+        assert plan.adapt_jobs[job] and all(
+            plan.job_of[plan.adapts[a]["run"]] == plan.job_of[plan.adapts[aid]["run"]]
+            for a in plan.adapt_jobs[job]
+        )
+    for entry in (e for m in plan.items.values() for e in m["runs"] if "built_by" in e):
+        assert Path(entry["built_by"]).stem in {**plan.train_jobs, **plan.adapt_jobs}, entry
+    pack_small_jobs(alone, table)
+    assert alone.train_jobs == plan.train_jobs and alone.adapt_jobs == plan.adapt_jobs

@@ -345,3 +345,49 @@ def test_a_job_longer_than_its_partitions_limit_finishes_through_resumptions(
     assert "resumed from round" in log
     record = json.loads((wf / "results" / "mini" / "runs" / f"{batch}.json").read_text())
     _same_as_an_uninterrupted_local_run(wf, batch, record, "limited.yaml")
+
+
+# Small jobs share an allocation: FedPCE Table 3's two training jobs of two seeds each (and
+# their adaptations) in one pack (every mini job is under its least request: no GPU model)
+PACKED = {"scales": {"mini": {"resources": {"pack": {"minutes": 1000, "runs": 4}}}}}
+
+
+def test_a_pack_of_small_training_jobs_runs_as_one_slurm_job_with_the_same_results(
+    cluster, tmp_path_factory
+):
+    """With resources.pack, the table's four runs train in one Slurm job (their
+    adaptations in another), one after another, and each run's files are those of the same
+    runs trained as their own jobs, locally and without packs."""
+    wf = copy_workflow(tmp_path_factory.mktemp("packed"))
+    _short_fedpce(wf)
+    profile = _user_profile(wf)
+    (wf / "packed.yaml").write_text(yaml.safe_dump(PACKED))
+    config = ("--configfile", "packed.yaml")
+    t0 = time.monotonic()
+    res = snakemake("--profile", str(profile), *config, "--", TARGET, cwd=wf, timeout=1500)
+    print(f"Slurm run with packs: {time.monotonic() - t0:.0f} s")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    jobs = _slurm_jobs(wf)
+    train = [j for j in jobs if j["Comment"].startswith("rule_train_")]
+    adapt = [j for j in jobs if j["Comment"].startswith("rule_adapt_")]
+    assert len(train) == 1 and len(adapt) == 1, [j["Comment"] for j in jobs]
+    assert train[0]["JobState"] == "COMPLETED" and "pack-" in train[0]["Comment"]
+    batch = train[0]["Comment"].removeprefix("rule_train_wildcards_")
+    record = json.loads((wf / "results" / "mini" / "runs" / f"{batch}.json").read_text())
+    runs = [r["run"] for r in record["runs"]]
+    assert len(runs) == 4 and len({r.rsplit("-s", 1)[0] for r in runs}) == 2
+    # the same runs, each in its own job (no packs), locally
+    slurm, local = wf / "results" / "mini", wf / "local" / "mini"
+    for part in ("data", "partitions"):
+        shutil.copytree(slurm / part, local / part)
+    alone = snakemake("--cores", "1", "--config", f"results={wf / 'local'}", "--", TARGET,
+                      cwd=wf)  # fmt: skip
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert not list((local / "runs").glob("pack-*.json"))
+    for run in runs:
+        a, b = slurm / "runs" / run, local / "runs" / run
+        assert run_metrics(a) == run_metrics(b)
+        assert (a / "state.safetensors").read_bytes() == (b / "state.safetensors").read_bytes()
+    for name in ("table3.csv",):
+        got = [pd.read_csv(d / "tables" / "fedpce" / name) for d in (slurm, local)]
+        pd.testing.assert_frame_equal(*got)

@@ -11,6 +11,7 @@ from fedrepro.bench.work import (
     job_resources,
     job_retries,
     known_sizes,
+    pack_small_jobs,
     partition_limit,
 )
 from fedrepro.data.sources.registry import DATASETS, raw_sources
@@ -85,6 +86,7 @@ WORK = WorkTable(
     Path(workflow.basedir) / "config" / "flops" / f"{config['scale']}.json",
     known_sizes(config["bench"]["cost"]["split_sizes"]),
 )
+pack_small_jobs(PLAN, WORK)  # small training jobs share an allocation (resources.pack)
 
 
 # the time limit of the Slurm partitions a training or adaptation job goes to (config

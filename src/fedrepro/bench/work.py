@@ -16,6 +16,7 @@ sample counts) comes from the cost job's memo, or for the workflow from the comm
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -235,18 +236,72 @@ def job_resources(
         other = plan.resources(stage, key, attempt)
         return other if limit is None else {**other, "runtime": min(other["runtime"], limit)}
     base = plan.resources(stage, key)
-    need = base["runtime"]
-    gpu = plan.scale_cfg.get("resources", {}).get("gpu")
-    if gpu is not None and table is not None:
-        if stage == "train":
-            members = [plan.runs[r] for r in plan.train_jobs[key]]
-        else:
-            members = [engine_run(plan, a) for a in plan.adapt_jobs[key]]
-        h = sum(hours(table.work(run), run, gpu) for run in members)
-        need = math.ceil(max(need, 60.0 * h * float(gpu["margin"])))
+    need = math.ceil(max(base["runtime"], modelled_minutes(plan, table, stage, key)))
     grow = max(1, attempt - resumptions(need, limit) + 1)
     runtime = need * grow if limit is None else min(need * grow, int(limit))
     return {"mem_mb": base["mem_mb"] * grow, "runtime": runtime}
+
+
+def modelled_minutes(plan, table: WorkTable | None, stage: str, key: str) -> float:
+    """The minutes a training or adaptation job's members' work takes on the scale's
+    ``resources.gpu`` times its ``margin``; 0 where the scale names no GPU."""
+    gpu = plan.scale_cfg.get("resources", {}).get("gpu")
+    if gpu is None or table is None:
+        return 0.0
+    if stage == "train":
+        members = [plan.runs[r] for r in plan.train_jobs[key]]
+    else:
+        members = [engine_run(plan, a) for a in plan.adapt_jobs[key]]
+    return 60.0 * sum(hours(table.work(run), run, gpu) for run in members) * float(gpu["margin"])
+
+
+def pack_small_jobs(plan, table: WorkTable | None) -> None:
+    """Small training jobs share a GPU allocation: where the scale sets ``resources.pack``
+    (``minutes``, ``runs``), every training job whose modelled time is under its least
+    request (``min_minutes`` a member: it would hold a GPU mostly idle) joins the others
+    that read the same inputs (dataset, test shift, public set, backbone) in packs of at
+    most ``runs`` runs and ``minutes`` of modelled time, each one Slurm job training its
+    runs one after another (``Plan.regroup``; their adaptations follow them). Each run keeps
+    its directory, checkpoint and numbers. The paper-shape smoke keeps a job a combination
+    (its checks are per job)."""
+    pack = plan.scale_cfg.get("resources", {}).get("pack")
+    if not pack or plan.smoke:
+        return
+    least = float(plan.scale_cfg["resources"]["train"]["min_minutes"])
+    alike: dict[str, list[tuple[str, float]]] = {}
+    for job, members in sorted(plan.train_jobs.items()):
+        minutes = modelled_minutes(plan, table, "train", job)
+        if minutes < least * len(members):
+            alike.setdefault(_inputs_key(plan.runs[members[0]]), []).append((job, minutes))
+    packs = {}
+    for jobs in alike.values():
+        chunk, runs, minutes = [], 0, 0.0
+        for job, need in [*jobs, (None, 0.0)]:
+            n = len(plan.train_jobs[job]) if job else 0
+            full = job is None or runs + n > int(pack["runs"]) or minutes + need > pack["minutes"]
+            if full and len(chunk) > 1:
+                members = [r for j in chunk for r in plan.train_jobs[j]]
+                dataset = plan.runs[members[0]]["dataset"]
+                packs[f"pack-{dataset}-{_digest(members)}"] = chunk
+            if full:
+                chunk, runs, minutes = [], 0, 0.0
+            if job:
+                chunk.append(job)
+                runs, minutes = runs + n, minutes + need
+    plan.regroup(packs)
+
+
+def _inputs_key(run: dict) -> str:
+    """What a training job's runs share (its inputs but the partitions: the workflow's
+    ``runs_inputs``)."""
+    m = run["model"]
+    return json.dumps([run["dataset"], run.get("test_shift"), public_dataset(run),
+                       m.get("pretrained", True), m["backbone"], m.get("client_backbones")],
+                      sort_keys=True)  # fmt: skip
+
+
+def _digest(ids: list[str]) -> str:
+    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:10]
 
 
 def resumptions(need: float, limit: int | None) -> int:

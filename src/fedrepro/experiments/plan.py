@@ -98,6 +98,8 @@ class Plan:
     # adaptation jobs: the same adaptation of the runs of one training job, in turn
     adapt_jobs: dict[str, list[str]] = field(default_factory=dict)
     adapt_job_of: dict[str, str] = field(default_factory=dict)  # adaptation -> its job
+    # training and adaptation jobs that are packs of small jobs (``regroup``)
+    packs: set[str] = field(default_factory=set)
     structures: dict[str, dict] = field(default_factory=dict)  # id -> spec
     partitions: dict[str, dict] = field(default_factory=dict)
     datasets: dict[str, dict] = field(default_factory=dict)
@@ -152,6 +154,28 @@ class Plan:
             members.sort(key=lambda a: self.runs[self.adapts[a]["run"]]["seed"])
         return aid
 
+    def regroup(self, jobs: dict[str, list[str]]) -> None:
+        """Make each of ``jobs`` (a new job id -> the training jobs it takes in) one training
+        job of their runs, one after another (a pack: ``fedrepro.bench.work.pack_small_jobs``),
+        and each adaptation job follow its runs' new job; a pack asks its stage's least
+        runtime once (``resources``), not once a member."""
+        for new, old in jobs.items():
+            runs = [r for job in old for r in self.train_jobs.pop(job)]
+            self.train_jobs[new] = runs
+            self.job_of.update(dict.fromkeys(runs, new))
+            self.packs.add(new)
+        self.adapt_jobs, self.adapt_job_of = {}, {}
+        for aid, entry in self.adapts.items():
+            job = adapt_id(self.job_of[entry["run"]], entry["adapt"])
+            self.adapt_job_of[aid] = job
+            self.adapt_jobs.setdefault(job, []).append(aid)
+            if self.job_of[entry["run"]] in self.packs:
+                self.packs.add(job)
+        for members in self.adapt_jobs.values():
+            members.sort(key=lambda a: self.runs[self.adapts[a]["run"]]["seed"])
+        for manifest in self.items.values():  # the records their files are built by
+            manifest["runs"] = [_with_files(self, e, e["files"]) for e in manifest["runs"]]
+
     def trained(self, rid: str) -> str:
         """The file whose existence says run ``rid`` is trained: its training job's record."""
         return self.path(f"runs/{self.job_of[rid]}.json")
@@ -171,7 +195,7 @@ class Plan:
             return {"mem_mb": mem * attempt, "runtime": job["runtime"] * attempt}
         each = job_resources(self.scale_cfg, stage)
         members = {"train": self.train_jobs, "adapt": self.adapt_jobs}.get(stage)
-        n = len(members[key]) if members is not None else 1
+        n = len(members[key]) if members is not None and key not in self.packs else 1
         return {"mem_mb": each["mem_mb"] * attempt, "runtime": each["runtime"] * n * attempt}
 
     def prepared_mb(self, dataset: str) -> int:
