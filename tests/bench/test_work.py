@@ -13,6 +13,7 @@ import yaml
 
 from fedrepro.bench import cost
 from fedrepro.bench.cost import partition_counts, run_flops
+from fedrepro.bench.target_cost import render, target_cost
 from fedrepro.bench.work import (
     WorkTable,
     _inputs_key,
@@ -23,11 +24,13 @@ from fedrepro.bench.work import (
     job_resources,
     job_retries,
     known_sizes,
+    measured_steps,
     modelled_minutes,
     pack_small_jobs,
     partition_limit,
     resumptions,
     run_work,
+    step_family,
 )
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan
@@ -363,3 +366,35 @@ def test_small_training_jobs_are_packed_into_shared_allocations(table):
         assert Path(entry["built_by"]).stem in {**plan.train_jobs, **plan.adapt_jobs}, entry
     pack_small_jobs(alone, table)
     assert alone.train_jobs == plan.train_jobs and alone.adapt_jobs == plan.adapt_jobs
+
+
+def test_a_calibrated_family_takes_its_measured_step_time(table, tmp_path):
+    """`snakemake calibrate` times each run family's step on the user's GPU; where the scale
+    names that table, a run of a timed family takes its training steps at the measured time
+    and its evaluation as modelled (the Slurm request and the cost command with it), the
+    others the model alone, and the cost page says which it used."""
+    plan = paper_plan(REPO, ["fedpce"])
+    rid = next(iter(plan.runs))
+    run = plan.runs[rid]
+    algorithm, backbones, tuning, side, batch = step_family(run)
+    path = tmp_path / "calibration.csv"
+    path.write_text(
+        "run,algorithm,backbones,tuning,img_size,batch,clients,device,device_name,step_ms,"
+        f"steps_timed,peak_mb,estimate_mb\nx,{algorithm},{backbones},{tuning},{side},{batch},"
+        "2,cuda,H100,250.0,10,,1\n"
+    )
+    assert measured_steps(path) == {step_family(run): 0.25}
+    calibrated = WorkTable(REPO / "config/flops/paper.json", SIZES, path)
+    work = calibrated.work(run)
+    evaluation = {"by_class": work["eval_by_class"], "kernels": work["eval_kernels"]}
+    assert work["step_s"] == 0.25
+    assert hours(work, run, GPU) == pytest.approx(
+        work["steps"] * 0.25 / 3600 + hours(evaluation, run, GPU)
+    )
+    assert hours(work, run, GPU) != hours(table.work(run), run, GPU)
+    other = next(r for r in plan.runs.values() if step_family(r) != step_family(run))
+    assert "step_s" not in calibrated.work(other)
+    page = render(target_cost(plan, calibrated, ["fedpce"], REPO / "no-profile.yaml"))
+    assert "Step times: measured for 1 run families" in page
+    assert "Step times: modelled" in render(target_cost(plan, table, ["fedpce"], REPO / "x"))
+    assert measured_steps(tmp_path / "none.csv") == {}

@@ -7,7 +7,8 @@ discipline's checks (``fedrepro.discipline``): no op without a deterministic CUD
 draw off its generator's device or moved to it, and no host synchronisation inside a training
 step (the per-phase counts are ``results/smoke/paper/discipline/<id>.json``); and the check's
 own jobs run: the cheapest jobs run twice and compared, one killed and resumed, the cheapest
-run families' steps timed at the paper's batch (a GPU runs them all). About 22 minutes on 2
+run families' steps timed at the paper's batch (a GPU runs them all), and `calibrate` writes
+those step times alone. About 22 minutes on 2
 cores, the check's own jobs under a minute of it."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fedrepro.bench.work import measured_steps
 from fedrepro.discipline import unexplained_waits
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.items import ITEM_KINDS
@@ -42,7 +44,8 @@ def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path
     root = wf / smoke["results"] / "paper"
     checked = root / "discipline"
     files = ("config/paper.yaml", "config/smoke.yaml", "config/gpu_check.yaml", "on_cpu.yaml")
-    res = snakemake("gpu_check", "--cores", "2", "--configfile", *files, cwd=wf, timeout=3600)
+    res = snakemake("gpu_check", "calibrate", "--cores", "2", "--configfile", *files, cwd=wf,
+                    timeout=3600)  # fmt: skip
     assert res.returncode == 0, res.stderr[-4000:]
     summary = json.loads((root / "gpu_check/summary.json").read_text())
     assert summary["passed"], summary
@@ -50,6 +53,10 @@ def test_paper_shape_smoke_runs_every_combination_and_builds_every_item(tmp_path
     with open(root / "gpu_check/step_times.csv") as fh:
         steps = list(csv.DictReader(fh))
     assert len(steps) == 3 and all(float(r["step_ms"]) > 0 for r in steps)
+    # `calibrate`: the same step times alone, the table the cost model reads (paper.yaml)
+    calibration = root / "gpu_check/calibration.csv"
+    assert calibration.read_text() == (root / "gpu_check/step_times.csv").read_text()
+    assert len(measured_steps(calibration)) == 3
     resumed = json.loads((root / "gpu_check/resume.json").read_text())
     assert resumed["killed_after_checkpoint"] and resumed["identical"], resumed
 

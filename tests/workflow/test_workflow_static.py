@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import yaml
 
@@ -29,8 +30,12 @@ def _counts(stdout: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", stdout, re.M)}
 
 
+# the paper scale a job a run (no packs of small jobs): the grids' run counts as job counts
+UNPACKED = Path(__file__).with_name("unpacked.yaml")
+
+
 def test_paper_scale_dag_expands_offline():
-    res = snakemake("adapters", "-n", "--configfile", "config/paper.yaml")
+    res = snakemake("adapters", "-n", "--configfile", "config/paper.yaml", str(UNPACKED))
     assert res.returncode == 0, res.stderr
     counts = _counts(res.stdout)
     # Tables I + II: 3 datasets × 5 partitions × 3 algorithms × 2 variants × 2 settings × 5
@@ -38,19 +43,23 @@ def test_paper_scale_dag_expands_offline():
     assert counts["train"] == 960
     assert counts["download_data"] == 3 and counts["fetch_backbone"] == 1
     tables = _counts(snakemake("adapters_table1", "adapters_table2", "-n", "--configfile",
-                               "config/paper.yaml").stdout)  # fmt: skip
+                               "config/paper.yaml", str(UNPACKED)).stdout)  # fmt: skip
     assert tables["train"] == 900
+    # packed (the paper scale's own setting): the same runs in far fewer Slurm jobs
+    packed = _counts(snakemake("adapters", "-n", "--configfile", "config/paper.yaml").stdout)
+    assert packed["train"] < counts["train"] / 5
 
 
 def test_fedins_paper_grid():
-    counts = _counts(snakemake("fedins", "-n", "--configfile", "config/paper.yaml").stdout)
+    counts = _counts(snakemake("fedins", "-n", "--configfile", "config/paper.yaml",
+                               str(UNPACKED)).stdout)  # fmt: skip
     # Table 1: 3 datasets × 9 methods × 3 seeds = 81; Table 2 adds Prompt, Prompt Pool and
     # SSF (27; SSF Pool is FedIns); Fig. 5: 7 methods × (11 β + 10 γ) × 3 = 441; Fig. 6:
     # 3 datasets × (6 new M + 8 new C) × 3 = 126 besides M = 25 / C = 3 of Table 1.
     assert counts["train"] == 81 + 27 + 441 + 126 == 675
     assert counts["download_data"] == 3 and counts["fetch_backbone"] == 1
     tables = _counts(snakemake("fedins_table1", "fedins_table2", "-n", "--configfile",
-                               "config/paper.yaml").stdout)  # fmt: skip
+                               "config/paper.yaml", str(UNPACKED)).stdout)  # fmt: skip
     assert tables["train"] == 108
 
 

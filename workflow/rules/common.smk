@@ -8,6 +8,7 @@ from fedrepro.bench.driver import cancel_wakeups, mark_driver
 from fedrepro.bench.gpu_check_plan import CHECK, DISCIPLINE, checked
 from fedrepro.bench.work import (
     WorkTable,
+    calibration_of,
     job_resources,
     job_retries,
     known_sizes,
@@ -85,6 +86,7 @@ wildcard_constraints:
 WORK = WorkTable(
     Path(workflow.basedir) / "config" / "flops" / f"{config['scale']}.json",
     known_sizes(config["bench"]["cost"]["split_sizes"]),
+    calibration_of(PLAN.scale_cfg, Path(workflow.basedir)),  # `snakemake calibrate`'s
 )
 pack_small_jobs(PLAN, WORK)  # small training jobs share an allocation (resources.pack)
 

@@ -29,6 +29,25 @@ rule gpu_check:
         "../scripts/gpu_check_page.py"
 
 
+rule calibrate:
+    """A target: each run family's step timed at the paper's batch on this cluster's GPUs (one
+    short job a family, the smoke's data at the paper's shapes), the table the cost model and
+    the Slurm requests read where config/paper.yaml's resources.gpu.calibration names it."""
+    input:
+        steps=[f"{C}/steps/{rid}.json" for rid in CHECKED["steps"]],
+    output:
+        f"{C}/calibration.csv",
+    log:
+        f"{R}/logs/gpu_check/calibration.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        jobs=gpu_check_jobs,
+    script:
+        "../scripts/calibrate.py"
+
+
 rule gpu_check_repeat_train:
     """Train the runs of a training job again and compare every file with the first's."""
     input:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedrepro.atomic import atomic_write, write_json
 from fedrepro.bench.target_cost import render, target_cost
-from fedrepro.bench.work import WorkTable, known_sizes, pack_small_jobs
+from fedrepro.bench.work import WorkTable, calibration_of, known_sizes, pack_small_jobs
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml
 from fedrepro.experiments.plan import build_plan
 
@@ -32,6 +32,7 @@ try:
     table = WorkTable(
         REPO / "config" / "flops" / f"{config['scale']}.json",
         known_sizes(config["bench"]["cost"]["split_sizes"]),
+        calibration_of(plan.scale_cfg, REPO),
     )
     pack_small_jobs(plan, table)  # as the workflow packs them
     cost = target_cost(plan, table, a.targets, a.profile, int(config["gpus_per_train"]))

@@ -15,7 +15,7 @@ from pathlib import Path
 from fedrepro.atomic import write_json
 from fedrepro.discipline import STEP_PHASES, unexplained_waits
 
-__all__ = ["STEP_COLUMNS", "write_page"]
+__all__ = ["STEP_COLUMNS", "write_page", "write_steps"]
 
 STEP_COLUMNS = [
     "run",
@@ -75,6 +75,21 @@ def _step_rows(steps: list[dict], jobs: dict) -> list[dict]:
     return sorted(rows, key=lambda r: -r["step_ms"])
 
 
+def write_steps(path: str, steps, jobs: dict) -> int:
+    """The step-time table alone (``snakemake calibrate``: the cost model's measured steps,
+    ``fedrepro.bench.work.measured_steps``) from the step jobs' records; its row count."""
+    rows = _step_rows(_load(steps), jobs)
+    _write_rows(path, rows)
+    return len(rows)
+
+
+def _write_rows(path: str, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, STEP_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def write_page(out: dict, root: str, repeats, resumes, steps, jobs: dict, settings: dict) -> bool:
     """Write the page, the step-time table and the summary (``out``: ``page``, ``steps``,
     ``summary`` paths); True when every check passed."""
@@ -89,10 +104,7 @@ def write_page(out: dict, root: str, repeats, resumes, steps, jobs: dict, settin
     }
     passed = all(verdicts.values())
     device = rows[0]["device_name"] if rows else "?"
-    with open(out["steps"], "w", newline="") as fh:
-        writer = csv.DictWriter(fh, STEP_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    _write_rows(out["steps"], rows)
     write_json(out["summary"], {"passed": passed, **verdicts, "device": device,
                                 "discipline": disc, "settings": settings})  # fmt: skip
     members = sum(len(r["members"]) for r in reps)

@@ -13,6 +13,7 @@ levers.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from fedrepro.bench.work import (
@@ -23,6 +24,7 @@ from fedrepro.bench.work import (
     job_resources,
     partition_limit,
     resumptions,
+    step_family,
 )
 from fedrepro.data.sources.registry import get_dataset, raw_sources
 from fedrepro.experiments.config import ConfigError
@@ -172,6 +174,11 @@ def target_cost(
             "attempts": costs[longest]["attempts"],
         },  # fmt: skip
         "over_limit_jobs": sum(1 for c in costs.values() if c["attempts"] > 1),
+        "calibration": {
+            "file": os.path.relpath(table.calibration) if table.calibration else None,
+            "families": len(table.steps),
+            "runs": sum(1 for r in runs if step_family(r) in table.steps),
+        },
         "downloads": downloads(plan, runs),
         "weights": fetched,
     }
@@ -179,6 +186,14 @@ def target_cost(
 
 def _h(value: float) -> str:
     return f"{value:,.1f}" if math.isfinite(value) else "—"
+
+
+def _calibrated(c: dict) -> str:
+    if not c["families"]:
+        return (f"Step times: modelled (no measured table at `{c['file']}`: "
+                "`snakemake calibrate` writes one on your GPUs).")  # fmt: skip
+    return (f"Step times: measured for {c['families']} run families (`{c['file']}`), "
+            f"used by {c['runs']:,} of the runs' training steps; the rest modelled.")  # fmt: skip
 
 
 def render(cost: dict) -> str:
@@ -198,6 +213,8 @@ def render(cost: dict) -> str:
         "runs' own arithmetic and with TF32 for every matmul and convolution or bf16 "
         "autocast; the Slurm request is what the jobs ask (the margin and each job's minimum "
         "included). Estimates, not measurements.",
+        "",
+        _calibrated(cost["calibration"]),
         "",
         head,
         row("**total**", cost["total"]),

@@ -16,6 +16,7 @@ sample counts) comes from the cost job's memo, or for the workflow from the comm
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
@@ -149,13 +150,16 @@ def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = Non
     kernels = per_sample.get("kernels", {})
     train_steps = train / int(t["batch_size"])
     batches = evaluated_all / eval_batch_size(t, run["model"].get("img_size"))
+    eval_kernels = batches * kernels.get("eval", 0)
     return {
         "train_samples": train,
         "eval_samples": evaluated_all,
         "flops": train * per_sample["train"] + evaluated_all * per_sample["eval"],
         "by_class": by_class,
+        "eval_by_class": {c: evaluated_all * f for c, f in by["eval"].items()},
         "steps": train_steps,
-        "kernels": train_steps * kernels.get("train", 0) + batches * kernels.get("eval", 0),
+        "kernels": train_steps * kernels.get("train", 0) + eval_kernels,
+        "eval_kernels": eval_kernels,
     }
 
 
@@ -169,8 +173,12 @@ def hours(work: dict, run: dict, gpu: dict, mfu: float | dict | None = None) -> 
     """GPU-hours of ``work`` (``run_work``) at ``run``'s arithmetic on ``gpu``
     (``peak_flops_per_s`` per arithmetic; ``mfu``, or the GPU's, per class of operation and
     arithmetic: ``fedrepro.arithmetic.share``), at least its kernels' launches
-    (``floor_hours``)."""
+    (``floor_hours``); where the work carries a measured ``step_s`` (``WorkTable``'s
+    calibration), its training steps at that and its evaluation as modelled."""
     mfu = gpu["mfu"] if mfu is None else mfu
+    if work.get("step_s") is not None:  # calibrated: its steps as measured, its evaluation
+        evaluation = {"by_class": work["eval_by_class"], "kernels": work["eval_kernels"]}
+        return work["steps"] * work["step_s"] / 3600 + hours(evaluation, run, gpu, mfu)
     flops = seconds(work["by_class"], *of_run(run), gpu["peak_flops_per_s"], mfu) / 3600
     return max(flops, floor_hours(work, gpu))
 
@@ -186,10 +194,12 @@ class WorkTable:
     A sample-count entry it lacks (another partition, the smoke's sizes) is the whole split
     of every client, never fewer (an upper bound); a FLOPs entry it lacks is refused."""
 
-    def __init__(self, path: Path, sizes: dict):
+    def __init__(self, path: Path, sizes: dict, calibration: Path | None = None):
         self.path = Path(path)
         doc = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.flops, self.counts, self.sizes = doc.get("flops", {}), doc.get("counts", {}), sizes
+        self.calibration = Path(calibration) if calibration else None
+        self.steps = measured_steps(self.calibration) if self.calibration else {}
 
     def per_sample(self, run: dict) -> dict:
         if not self.path.exists():
@@ -217,7 +227,40 @@ class WorkTable:
                 "transforms": True}  # fmt: skip
 
     def work(self, run: dict) -> dict:
-        return run_work(run, self.per_sample(run), self.counts_of(run), self.sizes)
+        """``run_work`` of ``run``, with the measured seconds of its step (``step_s``) where
+        the calibration timed its family."""
+        done = run_work(run, self.per_sample(run), self.counts_of(run), self.sizes)
+        measured = self.steps.get(step_family(run))
+        return done if measured is None else {**done, "step_s": measured}
+
+
+def calibration_of(scale_cfg: dict, base: Path) -> Path | None:
+    """The step-time table the scale's ``resources.gpu.calibration`` names (relative to
+    ``base``, the workflow), if any."""
+    name = scale_cfg.get("resources", {}).get("gpu", {}).get("calibration")
+    return None if not name else Path(base) / name
+
+
+def step_family(run: dict) -> tuple:
+    """What a measured step time stands for: the algorithm, the backbones, the tuning,
+    the input side and the batch (the GPU check's step-time columns)."""
+    m = run["model"]
+    backbones = "+".join(dict.fromkeys(m.get("client_backbones") or [m["backbone"]]))
+    side = "" if m.get("img_size") is None else str(m["img_size"])
+    return (run["algorithm"]["name"], backbones, m.get("tuning", "full"), side,
+            str(run["train"]["batch_size"]))  # fmt: skip
+
+
+def measured_steps(path: Path) -> dict[tuple, float]:
+    """The seconds of a step per family (``step_family``) in a step-time table (the GPU
+    check's ``step_times.csv`` or ``snakemake calibrate``'s, measured on the user's GPU);
+    empty where there is no such file."""
+    if not Path(path).is_file():
+        return {}
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return {(r["algorithm"], r["backbones"], r["tuning"], r["img_size"], r["batch"]):
+            float(r["step_ms"]) / 1e3 for r in rows}  # fmt: skip
 
 
 def job_resources(
