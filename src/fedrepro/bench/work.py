@@ -302,7 +302,8 @@ def pack_small_jobs(plan, table: WorkTable | None) -> None:
     """Small training jobs share a GPU allocation: where the scale sets ``resources.pack``
     (``minutes``, ``runs``), every training job whose modelled time is under its least
     request (``min_minutes`` a member: it would hold a GPU mostly idle) joins the others
-    that read the same inputs (dataset, test shift, public set, backbone) in packs of at
+    that read the same inputs (dataset, test shift, public set, backbone) for the same item
+    (the first that reads its runs, so that one table's rerun trains its own) in packs of at
     most ``runs`` runs and ``minutes`` of modelled time, each one Slurm job training its
     runs one after another (``Plan.regroup``; their adaptations follow them). Each run keeps
     its directory, checkpoint and numbers. The paper-shape smoke keeps a job a combination
@@ -311,11 +312,16 @@ def pack_small_jobs(plan, table: WorkTable | None) -> None:
     if not pack or plan.smoke:
         return
     least = float(plan.scale_cfg["resources"]["train"]["min_minutes"])
-    alike: dict[str, list[tuple[str, float]]] = {}
+    owner: dict[str, str] = {}  # a run's first item: a pack serves one item (a table rerun
+    for name, manifest in plan.items.items():  # trains no other item's runs)
+        for entry in manifest["runs"]:
+            owner.setdefault(entry.get("run", entry["id"]), name)
+    alike: dict[tuple, list[tuple[str, float]]] = {}
     for job, members in sorted(plan.train_jobs.items()):
         minutes = modelled_minutes(plan, table, "train", job)
         if minutes < least * len(members):
-            alike.setdefault(_inputs_key(plan.runs[members[0]]), []).append((job, minutes))
+            key = (_inputs_key(plan.runs[members[0]]), owner.get(members[0]))
+            alike.setdefault(key, []).append((job, minutes))
     packs = {}
     for jobs in alike.values():
         chunk, runs, minutes = [], 0, 0.0
