@@ -32,9 +32,21 @@ ALLOWED: dict[str, frozenset[str]] = {
     "tta": frozenset({"data", "models", "fl", "algorithms"}),
     "jobs": frozenset({"experiments", "data", "models", "fl", "algorithms", "structure", "tta"}),
     "report": frozenset({"experiments"}),
+    "cost": frozenset({"experiments", "data", "models", "fl", "algorithms", "structure", "tta"}),
     "bench": frozenset(
-        {"experiments", "data", "models", "fl", "algorithms", "structure", "tta", "report", "jobs"}
-    ),
+        {
+            "experiments",
+            "data",
+            "models",
+            "fl",
+            "algorithms",
+            "structure",
+            "tta",
+            "report",
+            "jobs",
+            "cost",
+        }
+    ),  # fmt: skip
 }
 """Layer -> the other layers it may import (besides itself and ``utilities``).
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedrepro.bench.cost import partition_counts, run_flops
-from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import matmul_flops
-from fedrepro.bench.work import known_sizes
 from fedrepro.bench.workload import run_workload, stepped_samples, summarize_rounds
+from fedrepro.cost.estimate import partition_counts, run_flops
+from fedrepro.cost.flops import per_sample_flops
+from fedrepro.cost.work import known_sizes
 from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan

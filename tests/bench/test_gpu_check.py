@@ -12,7 +12,7 @@ import torch
 from fedrepro.bench.gpu_check import compare_dirs
 from fedrepro.bench.gpu_check_page import write_page
 from fedrepro.bench.gpu_check_plan import DISCIPLINE, checked
-from fedrepro.bench.work import WorkTable, known_sizes
+from fedrepro.cost.work import WorkTable, known_sizes
 from fedrepro.discipline import ENV, cuda_syncs, unexplained_waits
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan

@@ -151,7 +151,7 @@ def test_set_typos_are_one_line_naming_the_key():
 
 
 def test_the_cost_model_prices_an_outside_method_as_the_built_in_it_names(myprox):
-    from fedrepro.bench.work import flops_key
+    from fedrepro.cost.work import flops_key
 
     methods = _methods(myprox)
     methods["MyProx"]["priced_as"] = "fedprox"

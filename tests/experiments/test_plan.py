@@ -97,7 +97,7 @@ def test_resources_come_from_the_plan_and_scale_with_the_attempt(plan):
         {**CONFIG, "papers": ["adapters", "fedins", "baselines"], "runs_per_job": "one"}, REPO
     )
     assert first["runtime"] == 2 * alone.resources("train", one[0])["runtime"]
-    # a training job's time on the scale's GPU: tests/bench/test_work.py
+    # a training job's time on the scale's GPU: tests/cost/test_work.py
 
 
 def test_a_bad_adapt_block_names_the_key(tmp_path):

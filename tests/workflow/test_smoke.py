@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fedrepro.bench.work import measured_steps
+from fedrepro.cost.work import measured_steps
 from fedrepro.discipline import unexplained_waits
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.items import ITEM_KINDS

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from fedrepro.bench.driver import cancel_wakeups, mark_driver
 from fedrepro.bench.gpu_check_plan import CHECK, DISCIPLINE, checked
-from fedrepro.bench.work import (
+from fedrepro.cost.work import (
     WorkTable,
     calibration_of,
     job_resources,
@@ -103,7 +103,7 @@ RETRIES = {stage: job_retries(PLAN, WORK, stage, LIMIT, 1) for stage in ("train"
 
 def resources(stage, key=None):
     """`mem_mb` and `runtime` of a job, from the plan (a training or adaptation job's runtime:
-    its work on the scale's GPU, fedrepro.bench.work), scaled by the Slurm attempt; under the
+    its work on the scale's GPU, fedrepro.cost.work), scaled by the Slurm attempt; under the
     partitions' limit, a longer job asks the limit on each attempt it resumes."""
 
     def get(name):

@@ -10,17 +10,9 @@ import json
 from pathlib import Path
 
 from fedrepro.atomic import write_json
-from fedrepro.bench import (
-    budget,
-    cost,
-    dag,
-    driver,
-    figures,
-    job_memory,
-    scaling,
-    summary,
-    workload,
-)
+from fedrepro.bench import budget, dag, driver, figures, scaling, summary, workload
+from fedrepro.cost import estimate as cost
+from fedrepro.cost import job_memory
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan
 from fedrepro.fl.build import pick_device

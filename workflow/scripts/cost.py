@@ -1,4 +1,4 @@
-"""What targets cost before they run, submitting nothing (fedrepro.bench.target_cost):
+"""What targets cost before they run, submitting nothing (fedrepro.cost.target_cost):
 
     python workflow/scripts/cost.py fedins_table1 fedhpl        # paper scale by default
     python workflow/scripts/cost.py all --configfile config/config.yaml config/paper.yaml
@@ -10,8 +10,8 @@ from functools import reduce
 from pathlib import Path
 
 from fedrepro.atomic import atomic_write, write_json
-from fedrepro.bench.target_cost import render, target_cost
-from fedrepro.bench.work import WorkTable, calibration_of, known_sizes, pack_small_jobs
+from fedrepro.cost.target_cost import render, target_cost
+from fedrepro.cost.work import WorkTable, calibration_of, known_sizes, pack_small_jobs
 from fedrepro.experiments.config import ConfigError, deep_merge, load_yaml
 from fedrepro.experiments.plan import build_plan
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from fedrepro.atomic import write_json
-from fedrepro.bench.job_memory import step_estimate_mb
+from fedrepro.cost.job_memory import step_estimate_mb
 from fedrepro.discipline import ENV
 from fedrepro.fl.engine import run_rounds
 from fedrepro.fl.timing import PhaseClock

@@ -77,7 +77,7 @@ def _step_rows(steps: list[dict], jobs: dict) -> list[dict]:
 
 def write_steps(path: str, steps, jobs: dict) -> int:
     """The step-time table alone (``snakemake calibrate``: the cost model's measured steps,
-    ``fedrepro.bench.work.measured_steps``) from the step jobs' records; its row count."""
+    ``fedrepro.cost.work.measured_steps``) from the step jobs' records; its row count."""
     rows = _step_rows(_load(steps), jobs)
     _write_rows(path, rows)
     return len(rows)
@@ -139,7 +139,7 @@ def write_page(out: dict, root: str, repeats, resumes, steps, jobs: dict, settin
         "",
         "Peak: `torch.cuda.max_memory_allocated` over the timed job (none on a CPU); "
         "estimate: the meta-device count of the step, the algorithm's state and the "
-        "job's data (`fedrepro.bench.job_memory`). Table: "
+        "job's data (`fedrepro.cost.job_memory`). Table: "
         f"`{out['steps']}`.",
         "",
         "| run family | batch | step (ms) | peak (MB) | estimate (MB) |",

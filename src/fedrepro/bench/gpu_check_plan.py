@@ -4,12 +4,12 @@ run a second time and compared file by file, the training job killed after its f
 and resumed, and the run families whose step is timed at the paper's batch.
 
 ``repeat`` and ``step_time.families`` are ``all`` or a number n: the n cheapest (fewest
-FLOPs, ``fedrepro.bench.work``) jobs or runs, so a CPU keeps every code path of the check
+FLOPs, ``fedrepro.cost.work``) jobs or runs, so a CPU keeps every code path of the check
 working in minutes (the smoke test's) while a GPU checks everything."""
 
 from __future__ import annotations
 
-from fedrepro.bench.work import WorkTable, engine_run
+from fedrepro.cost.work import WorkTable, engine_run
 
 __all__ = ["CHECK", "DISCIPLINE", "checked"]
 

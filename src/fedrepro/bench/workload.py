@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from fedrepro.algorithms import make_algorithm
-from fedrepro.bench.flops import per_sample_flops
 from fedrepro.bench.machine import describe, matmul_flops
+from fedrepro.cost.flops import per_sample_flops
 from fedrepro.fl.build import build_model, pick_device
 from fedrepro.fl.data import DeviceData
 from fedrepro.fl.engine import Clients, run_rounds

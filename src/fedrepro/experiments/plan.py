@@ -156,7 +156,7 @@ class Plan:
 
     def regroup(self, jobs: dict[str, list[str]]) -> None:
         """Make each of ``jobs`` (a new job id -> the training jobs it takes in) one training
-        job of their runs, one after another (a pack: ``fedrepro.bench.work.pack_small_jobs``),
+        job of their runs, one after another (a pack: ``fedrepro.cost.work.pack_small_jobs``),
         and each adaptation job follow its runs' new job; a pack asks its stage's least
         runtime once (``resources``), not once a member."""
         for new, old in jobs.items():
@@ -187,7 +187,7 @@ class Plan:
     def resources(self, stage: str, key: str | None = None, attempt: int = 1) -> dict:
         """``mem_mb`` and the least ``runtime`` of a job of ``stage`` (its training job or adapt
         id as ``key``: ``min_minutes`` a member, run in turn), scaled by the Slurm attempt
-        number. The workflow asks ``fedrepro.bench.work.job_resources``, which adds the time a
+        number. The workflow asks ``fedrepro.cost.work.job_resources``, which adds the time a
         training or adaptation job's work takes on the scale's GPU."""
         if stage == "data":  # a preparing job holds its images about 3x over: sized by them
             job = job_resources(self.scale_cfg, stage)

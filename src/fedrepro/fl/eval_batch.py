@@ -1,5 +1,5 @@
 """The batch of a forward pass without gradients (evaluation, a client's uploads): torch-free,
-so the cost model (``fedrepro.bench.work``) counts the batches a run evaluates in as the engine
+so the cost model (``fedrepro.cost.work``) counts the batches a run evaluates in as the engine
 (``fedrepro.fl.local``) forms them."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The schedule of an algorithm that learns from a public data set (FedMD), without torch: its
 defaults, and the public samples a run trains on and forwards (what the cost model prices
-beside the clients' own; ``fedrepro.bench.work``)."""
+beside the clients' own; ``fedrepro.cost.work``)."""
 
 from __future__ import annotations
 

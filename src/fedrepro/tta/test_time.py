@@ -103,7 +103,7 @@ def _nothing(model, algorithm) -> set[str]:
 
 def _batch_norm_affine(model, algorithm) -> set[str]:
     # imported here: the methods' engine configs are read where torch is not imported (the
-    # workflow plans each adaptation job's runtime from them, fedrepro.bench.work)
+    # workflow plans each adaptation job's runtime from them, fedrepro.cost.work)
     from fedrepro.algorithms.test_time import batch_norm_affine
 
     return batch_norm_affine(model)

@@ -64,7 +64,7 @@ class DatasetSpec:
     # from the components' own files (fedrepro.data.sources.composite); it has no remote files.
     components: tuple[str, ...] = ()
     # Images per split (``splits`` order) of the real dataset, as its source publishes them:
-    # the paper-scale cost counts with them (fedrepro.bench.cost) and a staged copy without a
+    # the paper-scale cost counts with them (fedrepro.cost.estimate) and a staged copy without a
     # checksum is checked against them. Empty: not recorded (a composite: its components').
     sizes: tuple[int, ...] = ()
     # Files a split list (FedBN's pickles) may name that the pinned release lacks: left out,

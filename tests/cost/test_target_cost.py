@@ -1,4 +1,4 @@
-"""The cost of targets before they run (fedrepro.bench.target_cost): the jobs a target needs,
+"""The cost of targets before they run (fedrepro.cost.target_cost): the jobs a target needs,
 GPU-hours that agree with the paper cost's, the levers of arithmetic, the longest job against
 a partition limit, downloads and weights; the command writes its page."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrepro.bench import cost
-from fedrepro.bench.target_cost import target_cost, target_items
-from fedrepro.bench.work import WorkTable, known_sizes
+from fedrepro.cost import estimate as cost
+from fedrepro.cost.target_cost import target_cost, target_items
+from fedrepro.cost.work import WorkTable, known_sizes
 from fedrepro.experiments.config import ConfigError, load_yaml
 from fedrepro.experiments.plan import paper_plan
 
@@ -43,7 +43,7 @@ def test_targets_name_items_papers_or_everything(plan):
 
 def test_an_items_gpu_hours_are_the_paper_costs_for_it(plan, table):
     """FedIns Table 1 trains its runs and adapts none: its GPU-hours are the sum the paper
-    cost (fedrepro.bench.cost.estimate) gives the item, and every job is counted once."""
+    cost (fedrepro.cost.estimate.estimate) gives the item, and every job is counted once."""
     spec = {"papers": ["fedins"], "split_sizes": SPLITS, "goal_hours": 1}
     memo = cost.committed_memo(REPO / "config/flops/paper.json")
     estimate = cost.estimate(REPO, spec, memo=memo)

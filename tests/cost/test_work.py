@@ -1,5 +1,5 @@
 """A run's work at its arithmetic: the paper cost and the Slurm runtime of each training and
-adaptation job come from one model (fedrepro.bench.work), with the committed table
+adaptation job come from one model (fedrepro.cost.work), with the committed table
 config/flops/paper.json in place of what needs torch."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fedrepro.bench import cost
-from fedrepro.bench.cost import partition_counts, run_flops
-from fedrepro.bench.target_cost import render, target_cost
-from fedrepro.bench.work import (
+from fedrepro.cost import estimate as cost
+from fedrepro.cost.estimate import partition_counts, run_flops
+from fedrepro.cost.target_cost import render, target_cost
+from fedrepro.cost.work import (
     WorkTable,
     _inputs_key,
     counts_key,
@@ -146,7 +146,7 @@ def table():
 
 def test_the_committed_table_covers_every_paper_scale_job(plan, table):
     """Every training and adaptation job of the paper plan is planned from the table's exact
-    counts, none from the upper bound (regenerate: fedrepro.bench.work.REGENERATE)."""
+    counts, none from the upper bound (regenerate: fedrepro.cost.work.REGENERATE)."""
     runs = [*plan.runs.values(), *(engine_run(plan, a) for a in plan.adapts)]
     assert not {flops_key(r) for r in runs} - set(table.flops)
     assert not {counts_key(r) for r in runs} - set(table.counts)
@@ -308,12 +308,12 @@ def test_a_launch_bound_run_is_priced_at_its_kernels_not_its_flops():
 
 
 def test_the_kernels_of_a_step_are_counted_without_views_and_allocations():
-    """The kernel count (``fedrepro.bench.flops.KernelCount``) takes an operator that
+    """The kernel count (``fedrepro.cost.flops.KernelCount``) takes an operator that
     computes, not a view or an allocation; a run's kernels are its steps' and evaluation
     batches' (``run_work``)."""
     import torch
 
-    from fedrepro.bench.flops import KernelCount
+    from fedrepro.cost.flops import KernelCount
 
     with torch.device("meta"), KernelCount() as k:
         x = torch.empty(4, 8)

@@ -1,11 +1,11 @@
-"""A training step's device memory counted on the meta device (fedrepro.bench.job_memory)."""
+"""A training step's device memory counted on the meta device (fedrepro.cost.job_memory)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fedrepro.bench.job_memory import (
+from fedrepro.cost.job_memory import (
     LivePeak,
     activation_mb,
     device_mb,

@@ -1,5 +1,5 @@
 """The work of a run or adaptation, and the time it takes at the run's arithmetic: one model
-for the paper-scale cost (``fedrepro.bench.cost``) and the Slurm runtime of each training
+for the paper-scale cost (``fedrepro.cost.estimate``) and the Slurm runtime of each training
 and adaptation job (``job_resources``, the workflow's ``resources``).
 
 Work = (training samples × FLOPs of one sample's step) + (evaluated samples × FLOPs of one
@@ -119,8 +119,8 @@ def counts_key(run: dict) -> str:
 
 def run_work(run: dict, per_sample: dict, counts: dict, sizes: dict | None = None) -> dict:
     """Samples and FLOPs (in all and by class) of one run over all its rounds, from
-    ``per_sample`` (``fedrepro.bench.flops.per_sample_flops``) and ``counts``
-    (``fedrepro.bench.cost.partition_counts``); a run with a public data set (FedMD) adds
+    ``per_sample`` (``fedrepro.cost.flops.per_sample_flops``) and ``counts``
+    (``fedrepro.cost.estimate.partition_counts``); a run with a public data set (FedMD) adds
     the public samples its algorithm trains on and forwards (``fedrepro.fl.public``), the
     public split's size from ``sizes`` (``known_sizes``), each at the run's per-sample cost."""
     t = run["train"]

@@ -6,11 +6,11 @@ engine run it is. Sample counts come from the run's own partition and cohort, bu
 real partitioner on label arrays of the real split sizes (balanced classes; a domain
 dataset gets its domains' sizes, one for all or one each): the registry's where it records
 them, else the config's assumptions (``bench.cost.split_sizes``); FLOPs are counted on the meta
-device (``fedrepro.bench.flops``), by class of operation. Hours: each class at the
+device (``fedrepro.cost.flops``), by class of operation. Hours: each class at the
 arithmetic the run gives it (``fedrepro.arithmetic``: fp32, TF32 or bf16) on the paper
 scale's ``resources.gpu`` at its MFU (or, where a GPU ran the paper-shape workloads, their
 measured share of its peak), stated beside the result; the same model plans each job's Slurm
-runtime (``fedrepro.bench.work``).
+runtime (``fedrepro.cost.work``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from fedrepro.arithmetic import CLASSES, DEFAULT_TF32, seconds, unit
-from fedrepro.bench.flops import per_sample_flops
-from fedrepro.bench.work import (
+from fedrepro.cost.flops import per_sample_flops
+from fedrepro.cost.work import (
     counts_key,
     engine_run,
     flops_key,
@@ -32,7 +32,7 @@ from fedrepro.bench.work import (
     run_work,
     sample_flops,
 )
-from fedrepro.bench.work import hours as work_hours
+from fedrepro.cost.work import hours as work_hours
 from fedrepro.data.partitions.make import make_partition
 from fedrepro.data.sources.registry import DATASETS
 from fedrepro.experiments.plan import paper_plan
@@ -100,7 +100,7 @@ def partition_counts(run: dict, sizes: dict) -> dict:
 
 def run_flops(run: dict, sizes: dict, memo: dict) -> dict:
     """FLOPs of one paper-scale run: training and evaluation over all its rounds, in all and
-    by class of operation (``fedrepro.bench.work.run_work``); ``memo`` gathers the per-sample
+    by class of operation (``fedrepro.cost.work.run_work``); ``memo`` gathers the per-sample
     FLOPs (a model's: each client backbone's in a run of different models) and sample counts
     by key, the table ``config/flops/<scale>.json`` holds."""
     flops, counts = memo.setdefault("flops", {}), memo.setdefault("counts", {})
@@ -223,6 +223,6 @@ def committed_memo(table: Path) -> dict:
 
 def work_table(memo: dict) -> dict:
     """The per-sample FLOPs and sample counts ``estimate`` gathered: the table the workflow
-    plans training and adaptation runtimes with (``fedrepro.bench.work.WorkTable``)."""
+    plans training and adaptation runtimes with (``fedrepro.cost.work.WorkTable``)."""
     return {"flops": dict(sorted(memo["flops"].items())),
             "counts": dict(sorted(memo["counts"].items()))}  # fmt: skip

@@ -7,7 +7,7 @@ forwards, FedIns's query pass) are included. Shapes are real; no weights or memo
 needed, so paper-scale models are counted on any machine. The kernels are the operators the
 same step and forward dispatch that run on the device (every aten operator but views and
 allocations, which touch metadata only): a small network's step is bound by their launches,
-not by its FLOPs (``fedrepro.bench.work.hours``). Not counted: the optimizer's update (a few
+not by its FLOPs (``fedrepro.cost.work.hours``). Not counted: the optimizer's update (a few
 fused ``_foreach`` kernels), the batch's augmentation on the device.
 """
 

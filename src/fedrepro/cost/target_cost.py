@@ -2,7 +2,7 @@
 GPU-hours and Slurm requests, the longest job against the partitions' limits, the data to
 download (or stage by hand) and the weights to fetch, per paper and per item.
 
-Read from the plan and the committed work table alone (``fedrepro.bench.work``), as the
+Read from the plan and the committed work table alone (``fedrepro.cost.work``), as the
 workflow's own requests are, so nothing is submitted and torch is not imported. GPU-hours
 are each job's work on the scale's ``resources.gpu`` at its runs' arithmetic, without the
 request's ``margin``; beside them the same work with TF32 for every matmul and convolution
@@ -16,7 +16,7 @@ import math
 import os
 from pathlib import Path
 
-from fedrepro.bench.work import (
+from fedrepro.cost.work import (
     WorkTable,
     engine_run,
     floor_hours,
@@ -83,7 +83,7 @@ def _with_train(run: dict, over: dict) -> dict:
 def job_cost(plan: Plan, table: WorkTable, stage: str, job: str, limit: int | None = None):
     """One job's GPU-hours (at its arithmetic, and at each lever's), the time it needs and
     its Slurm request under the partition ``limit``: the attempts it takes, each resuming
-    from the last checkpoint (``fedrepro.bench.work.job_resources``)."""
+    from the last checkpoint (``fedrepro.cost.work.job_resources``)."""
     gpu = plan.scale_cfg["resources"]["gpu"]
     members = _members(plan, stage, job)
     works = [table.work(run) for run in members]
@@ -92,7 +92,7 @@ def job_cost(plan: Plan, table: WorkTable, stage: str, job: str, limit: int | No
         cost[label] = sum(
             hours(w, _with_train(r, over), gpu) for w, r in zip(works, members, strict=True)
         )
-    # at the floor: its kernels' launches take longer than its FLOPs (fedrepro.bench.work.hours)
+    # at the floor: its kernels' launches take longer than its FLOPs (fedrepro.cost.work.hours)
     floor = sum(floor_hours(w, gpu) for w in works)
     need = job_resources(plan, table, stage, job)
     request = job_resources(plan, table, stage, job, limit=limit)
