@@ -336,6 +336,7 @@ def test_a_job_longer_than_its_partitions_limit_finishes_through_resumptions(
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     jobs = [j for j in _slurm_jobs(wf) if j["Comment"] == f"rule_train_wildcards_{batch}"]
     states = [j["JobState"] for j in jobs]
+    print(f"the training job's Slurm attempts: {states}")
     assert len(states) >= 2 and set(states[:-1]) == {"TIMEOUT"} and states[-1] == "COMPLETED"
     assert {_minutes(j["TimeLimit"]) for j in jobs} == {1}
     assert {_megabytes(j["MinMemoryNode"]) for j in jobs} == {2000}  # a timeout is no OOM
