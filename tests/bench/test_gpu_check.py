@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fedrepro.bench.gpu_check import compare_dirs
-from fedrepro.bench.gpu_check_page import write_page
+from fedrepro.bench.gpu_check_page import write_page, write_steps
 from fedrepro.bench.gpu_check_plan import DISCIPLINE, checked
-from fedrepro.cost.work import WorkTable, known_sizes
+from fedrepro.cost.work import WorkTable, known_sizes, measured_steps
 from fedrepro.discipline import ENV, cuda_syncs, unexplained_waits
 from fedrepro.experiments.config import load_yaml
 from fedrepro.experiments.plan import paper_plan
@@ -114,6 +114,11 @@ def test_the_page_fails_when_a_rerun_differs(tmp_path):
             out["page"].read_text().startswith(f"# GPU check: {'PASSED' if passed else 'FAILED'}")
         )
         assert "1.50" in out["page"].read_text() and "r1" in out["steps"].read_text()
+    # `snakemake calibrate`: the same table alone, which the cost model reads back
+    alone = tmp_path / "calibration.csv"
+    assert write_steps(str(alone), [tmp_path / "step.json"], jobs) == 1
+    assert alone.read_text() == (tmp_path / "same.steps").read_text()
+    assert measured_steps(alone) == {("fedavg", "cnn", "full", "", "32"): 0.0015}
 
 
 @pytest.mark.parametrize("side", [224, 112])
