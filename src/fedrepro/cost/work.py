@@ -17,7 +17,6 @@ sample counts) comes from the cost job's memo, or for the workflow from the comm
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 from fedrepro.arithmetic import of_run, seconds
 from fedrepro.data.sources.registry import DATASETS, split_sizes
 from fedrepro.experiments.config import load_yaml
+from fedrepro.experiments.plan import digest
 from fedrepro.fl.eval_batch import eval_batch_size
 from fedrepro.fl.public import public_dataset, public_samples
 from fedrepro.tta import adapt_method
@@ -331,7 +331,7 @@ def pack_small_jobs(plan, table: WorkTable | None) -> None:
             if full and len(chunk) > 1:
                 members = [r for j in chunk for r in plan.train_jobs[j]]
                 dataset = plan.runs[members[0]]["dataset"]
-                packs[f"pack-{dataset}-{_digest(members)}"] = chunk
+                packs[f"pack-{dataset}-{digest(members)}"] = chunk
             if full:
                 chunk, runs, minutes = [], 0, 0.0
             if job:
@@ -347,10 +347,6 @@ def _inputs_key(run: dict) -> str:
     return json.dumps([run["dataset"], run.get("test_shift"), public_dataset(run),
                        m.get("pretrained", True), m["backbone"], m.get("client_backbones")],
                       sort_keys=True)  # fmt: skip
-
-
-def _digest(ids: list[str]) -> str:
-    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:10]
 
 
 def resumptions(need: float, limit: int | None) -> int:
