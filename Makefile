@@ -12,13 +12,15 @@ default: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores all --report results/report.html --report-after-run
 
 # Lint and format checks first (each fails the target), then the test suite. Snakemake 9
-# `--lint` exits 1 when it prints any lint, so lints fail the target too.
+# `--lint` exits 1 when it prints any lint, so lints fail the target too. The suite runs one
+# pytest-xdist worker a core, a test file to a worker, in collection order (tests/conftest.py
+# puts the two longest files first: the smoke and the one-node Slurm tests).
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check Snakefile workflow/
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -n auto --dist loadfile --no-loadscope-reorder
 
 # The environment is requirements.lock, every package pinned with its hashes (resolved for
 # Linux x86_64 and Python 3.11); the project itself goes on top, editable, adding nothing and

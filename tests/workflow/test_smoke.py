@@ -8,7 +8,7 @@ draw off its generator's device or moved to it, and no host synchronisation insi
 step (the per-phase counts are ``results/smoke/paper/discipline/<id>.json``); and the check's
 own jobs run: the cheapest jobs run twice and compared, one killed and resumed, the cheapest
 run families' steps timed at the paper's batch (a GPU runs them all), and `calibrate` writes
-those step times alone. About 22 minutes on 2
+those step times alone. About 16 minutes on 2
 cores, the check's own jobs under a minute of it."""
 
 from __future__ import annotations
