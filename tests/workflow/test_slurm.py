@@ -304,9 +304,9 @@ def test_a_job_over_its_memory_is_retried_with_double_and_finishes(slurm_run):
 
 
 # A training job longer than its partition's limit: FedPCE's mini job of two seeds (10
-# rounds each, about 70 s a run on this cluster's one thread) on a `cpu` partition of 1
+# rounds each, 45-70 s a run on this cluster's one thread) on a `cpu` partition of 1
 # minute, each member planned at 3 minutes: the job asks 1 minute on each of 6 attempts and
-# the rule allows 6 retries; it finishes in about 3 (6-8 minutes with Slurm's requeues)
+# the rule allows 6 retries; it finishes in 2 or 3 (4-8 minutes with requeues)
 LIMITED = {"scales": {"mini": {"resources": {"train": {"mem_mb": 2000, "min_minutes": 3}}}}}
 
 
@@ -341,7 +341,10 @@ def test_a_job_longer_than_its_partitions_limit_finishes_through_resumptions(
     assert {_minutes(j["TimeLimit"]) for j in jobs} == {1}
     assert {_megabytes(j["MinMemoryNode"]) for j in jobs} == {2000}  # a timeout is no OOM
     log = (wf / "results" / "mini" / "logs" / "train" / f"{batch}.log").read_text()
-    assert "resumed from round" in log
+    # the last attempt carried work over from the killed ones: a run resumed from its last
+    # round's checkpoint, or a run an earlier attempt finished (kept): which one depends on
+    # where the limit fell (a run that ends just before it leaves the next no checkpoint)
+    assert "resumed from round" in log or ": kept," in log, log
     record = json.loads((wf / "results" / "mini" / "runs" / f"{batch}.json").read_text())
     _same_as_an_uninterrupted_local_run(wf, batch, record, "limited.yaml")
 
